@@ -1,0 +1,46 @@
+# cairn's build, test and demo targets. Only Go is needed.
+GO      ?= go
+BIN     := bin/cairn
+DEMO    := examples/quickstart
+# The demo keeps its cache beside the example so it never touches ~/.cache.
+DEMO_CACHE := $(CURDIR)/.demo-cache
+
+.PHONY: build test test-short demo demo-clean lint fuzz bench-go clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/cairn
+
+# The full test suite, with the race detector.
+test:
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+# Run the bundled example; run it twice to see everything cached.
+demo: build
+	cd $(DEMO) && CAIRN_CACHE_DIR=$(DEMO_CACHE) $(CURDIR)/$(BIN) run
+
+demo-clean:
+	rm -rf $(DEMO)/.cairn $(DEMO)/data $(DEMO)/out $(DEMO_CACHE)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
+# Each fuzz target for a short while.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./spec
+	$(GO) test -run='^$$' -fuzz='^FuzzOrder$$' -fuzztime=$(FUZZTIME) ./dag
+	$(GO) test -run='^$$' -fuzz='^FuzzParseEntry$$' -fuzztime=$(FUZZTIME) ./cache
+	$(GO) test -run='^$$' -fuzz='^FuzzKeyEncoding$$' -fuzztime=$(FUZZTIME) ./cache
+	$(GO) test -run='^$$' -fuzz='^FuzzPutGet$$' -fuzztime=$(FUZZTIME) ./cache
+
+# Go benchmarks for the hot paths (hashing, store, restore, keys, planning).
+bench-go:
+	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine
+
+clean: demo-clean
+	rm -rf bin

@@ -1,0 +1,161 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// PutEntry stores e under e.Key. Every blob e references (output files,
+// Stdout, Stderr) must already be in the cache, so an entry never points at
+// a missing blob; PutEntry returns an error wrapping ErrNotFound otherwise,
+// and an error from [EncodeEntry] if e is invalid. The entry is written
+// with the same atomic, write-once protocol as blobs: if a valid entry for
+// e.Key already exists it is kept and PutEntry returns nil (first writer
+// wins); an existing entry that fails verification is moved to quarantine/
+// and replaced. When PutEntry returns nil the entry is durable.
+func (c *Dir) PutEntry(e *Entry) error {
+	b, err := EncodeEntry(e)
+	if err != nil {
+		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
+	}
+	if err := c.checkRefs(e); err != nil {
+		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
+	}
+	if err := c.putEntryBytes(e.Key, b); err != nil {
+		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
+	}
+	return nil
+}
+
+func (c *Dir) putEntryBytes(key ActionID, b []byte) error {
+	t, err := c.newTemp("entry")
+	if err != nil {
+		return err
+	}
+	defer t.abort()
+	if _, err := t.Write(b); err != nil {
+		return err
+	}
+	if err := t.commit(); err != nil {
+		return err
+	}
+	dst := c.entryPath(key)
+	for try := 0; ; try++ {
+		existed, err := publish(t, dst)
+		if err != nil {
+			return err
+		}
+		if existed {
+			if _, err := c.getEntry(key); err == nil || errors.Is(err, errNewerEntry) || try > 0 {
+				return nil // keep it: first writer wins
+			} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			continue // the bad entry is in quarantine now (or gone): publish ours
+		}
+		return syncDir(filepath.Dir(dst))
+	}
+}
+
+// checkRefs returns an error wrapping ErrNotFound for the first blob e
+// references that is not in the cache.
+func (c *Dir) checkRefs(e *Entry) error {
+	for _, r := range entryRefs(e) {
+		if !c.HasBlob(r.d) {
+			return fmt.Errorf("%s: blob %s: %w", r.what, r.d.Short(), ErrNotFound)
+		}
+	}
+	return nil
+}
+
+type blobRef struct {
+	what string
+	d    Digest
+}
+
+// entryRefs lists the blobs e references, each once.
+func entryRefs(e *Entry) []blobRef {
+	seen := make(map[Digest]bool, len(e.Outputs)+2)
+	var refs []blobRef
+	add := func(what string, d Digest) {
+		if !d.IsZero() && !seen[d] {
+			seen[d] = true
+			refs = append(refs, blobRef{what, d})
+		}
+	}
+	add("stdout", e.Stdout)
+	add("stderr", e.Stderr)
+	for _, o := range e.Outputs {
+		if o.Type == TypeFile {
+			add(fmt.Sprintf("output %q", o.Path), o.Digest)
+		}
+	}
+	return refs
+}
+
+// errNewerEntry marks an entry written by a newer cairn: a miss for us, but
+// not corrupt, so it is left alone.
+var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", EntryFormat, ErrNotFound)
+
+// GetEntry returns the entry stored under key. A missing entry is
+// ErrNotFound, and so is an entry in a newer format, which is left in
+// place for the cairn that wrote it. An entry that fails [DecodeEntry]
+// twice, is stored under the wrong key, or references a blob that is no
+// longer in the cache is moved to quarantine/ and reported as a
+// *CorruptError, so the next PutEntry for key can succeed.
+func (c *Dir) GetEntry(key ActionID) (*Entry, error) {
+	e, err := c.getEntry(key)
+	if err != nil {
+		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
+	}
+	return e, nil
+}
+
+func (c *Dir) getEntry(key ActionID) (*Entry, error) {
+	for try := 0; ; try++ {
+		e, retry, err := c.readEntry(key, try == 0)
+		if retry {
+			continue
+		}
+		return e, err
+	}
+}
+
+func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err error) {
+	f, err := os.Open(c.entryPath(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, ErrNotFound
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if v, ok := entryVersion(b); ok && v > EntryFormat {
+		return nil, false, errNewerEntry
+	}
+	e, bad := decodeEntry(b)
+	if bad == nil && e.Key != key {
+		bad = fmt.Errorf("stored under %s but holds key %s", key.Short(), e.Key.Short())
+	}
+	if bad != nil {
+		if mayRetry {
+			return nil, true, nil
+		}
+		return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+	}
+	for _, r := range entryRefs(e) {
+		if !c.HasBlob(r.d) {
+			bad := fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short())
+			return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+		}
+	}
+	return e, false, nil
+}

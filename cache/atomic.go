@@ -1,0 +1,203 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// This file holds every operation that creates, writes, syncs, renames,
+// links or removes a file or directory in the cache or in a restore target.
+// The rest of the package calls only these, so permissions, fault injection
+// and other filesystems have one place to hook in. The write protocol they
+// implement is described in FORMAT.md.
+
+// Modes before the umask. Objects are made read-only once written (see
+// tempFile.commit) so an edit through a hard link fails loudly instead of
+// silently changing a blob.
+const (
+	dirPerm  fs.FileMode = 0o777
+	tempPerm fs.FileMode = 0o666
+)
+
+// tempFile is a file being written that no reader can see yet.
+type tempFile struct {
+	f    *os.File
+	path string
+}
+
+// createTemp creates a new, empty file in dir named prefix plus a random
+// suffix, with O_EXCL so two writers (on two machines sharing the directory)
+// never share a temp file.
+func createTemp(dir, prefix string, perm fs.FileMode) (*tempFile, error) {
+	for try := 0; ; try++ {
+		p := filepath.Join(dir, fmt.Sprintf("%s%016x", prefix, rand.Uint64()))
+		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		if err == nil {
+			return &tempFile{f: f, path: p}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try >= 100 {
+			return nil, err
+		}
+	}
+}
+
+// Write writes to the temp file.
+func (t *tempFile) Write(p []byte) (int, error) { return t.f.Write(p) }
+
+// commit makes the temp file's bytes durable and read-only: chmod, then
+// Sync, then Close, checking every error. After commit it may be published.
+func (t *tempFile) commit() error {
+	st, err := t.f.Stat()
+	if err == nil {
+		err = t.f.Chmod(st.Mode().Perm() &^ 0o222)
+	}
+	if err == nil {
+		err = t.f.Sync()
+	}
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	t.f = nil
+	return err
+}
+
+// closeMode sets the temp file's mode to exactly perm (no umask) and closes
+// it, without syncing: for workspace files, which the cache can rebuild.
+func (t *tempFile) closeMode(perm fs.FileMode) error {
+	err := t.f.Chmod(perm)
+	if cerr := t.f.Close(); err == nil {
+		err = cerr
+	}
+	t.f = nil
+	return err
+}
+
+// abort closes the temp file if it is open and removes it. It is safe to call
+// after commit, after publish and more than once; errors are ignored because
+// a leftover temp file is harmless and GC removes old ones.
+func (t *tempFile) abort() {
+	if t == nil {
+		return
+	}
+	if t.f != nil {
+		t.f.Close()
+		t.f = nil
+	}
+	if t.path != "" {
+		os.Remove(t.path)
+		t.path = ""
+	}
+}
+
+// publish gives the committed temp file the name dst without ever replacing
+// an existing dst: link(2), which fails with EEXIST if dst exists. It returns
+// existed=true (and no error) when dst was already there; the caller decides
+// whether that object is good. A missing parent directory (a shard) is
+// created, synced into its own parent, and the link retried. On filesystems
+// without hard links it falls back to a no-replace rename where the
+// platform has one. publish does not sync dst's directory and does not
+// remove the temp file.
+func publish(t *tempFile, dst string) (existed bool, err error) {
+	for try := 0; ; try++ {
+		err = os.Link(t.path, dst)
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, fs.ErrExist):
+			return true, nil
+		case errors.Is(err, fs.ErrNotExist) && try == 0:
+			if err := mkdirSynced(filepath.Dir(dst)); err != nil {
+				return false, err
+			}
+			continue
+		case linkUnsupported(err):
+			existed, err := renameNoReplace(t.path, dst)
+			if err == nil {
+				t.path = "" // it has become dst
+			}
+			return existed, err
+		}
+		return false, err
+	}
+}
+
+func linkUnsupported(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) ||
+		errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS)
+}
+
+// mkdirSynced creates dir (and its parents) if missing, then syncs dir's
+// parent so the new directory entry is as durable as what goes into it. It
+// syncs even when another process created dir, since that process may not
+// have synced yet.
+func mkdirSynced(dir string) error {
+	if err := os.MkdirAll(dir, dirPerm); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// mkdirIfMissing creates dir if it does not exist and reports whether it did.
+func mkdirIfMissing(dir string) (created bool, err error) {
+	err = os.Mkdir(dir, dirPerm)
+	if errors.Is(err, fs.ErrExist) {
+		st, serr := os.Stat(dir)
+		if serr != nil {
+			return false, serr
+		}
+		if !st.IsDir() {
+			return false, fmt.Errorf("%s: not a directory", dir)
+		}
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// syncDir fsyncs a directory so the names linked into it survive a crash.
+// Filesystems that cannot sync directories (EINVAL, ENOTSUP) are accepted,
+// as restic does.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
+		return nil
+	}
+	return err
+}
+
+// replace renames the temp file over dst, replacing whatever is there. Only
+// for restore targets in a workspace, never for cache objects.
+func replace(t *tempFile, dst string) error {
+	if err := os.Rename(t.path, dst); err != nil {
+		return err
+	}
+	t.path = ""
+	return nil
+}
+
+// moveAside renames src to dst, which must not exist (dst has a random
+// name). Used to quarantine objects.
+func moveAside(src, dst string) error { return os.Rename(src, dst) }
+
+// unlink removes a file; used to undo a quarantine move of the wrong file.
+func unlink(path string) error { return os.Remove(path) }
+
+// linkBack links a file back to its old name without replacing anything.
+func linkBack(src, dst string) error {
+	err := os.Link(src, dst)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
+}

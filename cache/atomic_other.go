@@ -1,0 +1,14 @@
+//go:build !linux
+
+package cache
+
+import (
+	"errors"
+	"os"
+)
+
+// renameNoReplace is unavailable off Linux: a plain rename could replace an
+// existing object, which the write-once rule forbids.
+func renameNoReplace(src, dst string) (existed bool, err error) {
+	return false, &os.LinkError{Op: "rename", Old: src, New: dst, Err: errors.ErrUnsupported}
+}

@@ -1,0 +1,295 @@
+package cache
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// emptyDigest is the digest of no bytes, the only blob that may be stored as
+// an empty file.
+var emptyDigest = HashBytes(nil)
+
+var sampleBufs = sync.Pool{New: func() any { b := make([]byte, sampleSize); return &b }}
+
+// PutFile stores the content of the file at path and returns its digest and
+// size. The file is read once. If its size changes while it is read, PutFile
+// fails rather than store a torn copy. When PutFile returns nil, the blob is
+// durable (see FORMAT.md).
+func (c *Dir) PutFile(path string) (Digest, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+	}
+	want := int64(-1)
+	if st.Mode().IsRegular() {
+		want = st.Size()
+	}
+	d, n, err := c.put(f, want)
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+	}
+	return d, n, nil
+}
+
+// PutReader stores everything read from r until EOF and returns its digest
+// and size. When it returns nil, the blob is durable.
+func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
+	d, n, err := c.put(r, -1)
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("cache put: %w", err)
+	}
+	return d, n, nil
+}
+
+// PutBytes stores b and returns its digest. If the blob is already present
+// (and, when raw, of the right size) it writes nothing. When it returns nil, the blob is durable.
+func (c *Dir) PutBytes(b []byte) (Digest, error) {
+	d := HashBytes(b)
+	if p, ok := c.statBlob(d); ok && c.plausibleBlob(p, d, int64(len(b))) {
+		return d, nil
+	}
+	got, _, err := c.put(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), err)
+	}
+	return got, nil
+}
+
+// put streams r into a temp file while hashing, compressing if a sample
+// says so, and publishes it under its digest. want, if not -1, is the length
+// r must have.
+func (c *Dir) put(r io.Reader, want int64) (Digest, int64, error) {
+	t, err := c.newTemp("blob")
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	defer t.abort()
+
+	bp := sampleBufs.Get().(*[]byte)
+	defer sampleBufs.Put(bp)
+	m, err := io.ReadFull(r, *bp)
+	sample := (*bp)[:m]
+	whole := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !whole {
+		return Digest{}, 0, err
+	}
+	z, compressed := compressSample(sample)
+
+	var d Digest
+	var n int64
+	switch {
+	case whole:
+		d, n = sha256.Sum256(sample), int64(m)
+		out := sample
+		if compressed {
+			out = z
+		}
+		if _, err := t.Write(out); err != nil {
+			return Digest{}, 0, err
+		}
+	case compressed:
+		enc, err := newStreamEncoder(t)
+		if err != nil {
+			return Digest{}, 0, err
+		}
+		d, n, err = copyHashed(enc, io.MultiReader(bytes.NewReader(sample), r))
+		if cerr := enc.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return Digest{}, 0, err
+		}
+	default:
+		d, n, err = copyHashed(t, io.MultiReader(bytes.NewReader(sample), r))
+		if err != nil {
+			return Digest{}, 0, err
+		}
+	}
+	if want >= 0 && n != want {
+		return Digest{}, 0, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
+	}
+	if err := t.commit(); err != nil {
+		return Digest{}, 0, err
+	}
+	if err := c.publishBlob(t, d, n, compressed); err != nil {
+		return Digest{}, 0, err
+	}
+	return d, n, nil
+}
+
+// publishBlob links the committed temp file into cas/ as blob d, keeping an
+// existing copy (raw or compressed) unless it is visibly broken, then syncs
+// the shard directory.
+func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) error {
+	dst := c.blobPath(d, compressed)
+	for try := 0; ; try++ {
+		if p, ok := c.statBlob(d); ok {
+			if try == 0 && !c.plausibleBlob(p, d, size) {
+				c.quarantinePath("blob", d.String(), p, errors.New("wrong size"))
+				continue
+			}
+			return nil // keep the existing copy; nothing of ours was published
+		}
+		existed, err := publish(t, dst)
+		if err != nil {
+			return err
+		}
+		if existed && try == 0 {
+			continue // check what won the race
+		}
+		return syncDir(filepath.Dir(dst))
+	}
+}
+
+// plausibleBlob is the cheap check made before trusting an existing blob: a
+// raw blob must have the content's size. Compressed blobs are checked on
+// read.
+func (c *Dir) plausibleBlob(p string, d Digest, size int64) bool {
+	if p != c.blobPath(d, false) {
+		return true
+	}
+	st, err := os.Lstat(p)
+	return err == nil && st.Size() == size
+}
+
+// HasBlob reports whether blob d is present. It only stats files; the blob
+// is verified when it is read. An empty raw file counts as absent unless d
+// is the digest of empty content, since that is what a crash on a
+// filesystem without honest fsync leaves.
+func (c *Dir) HasBlob(d Digest) bool {
+	_, ok := c.statBlob(d)
+	return ok
+}
+
+// statBlob returns the path of blob d if it is present, preferring raw.
+func (c *Dir) statBlob(d Digest) (string, bool) {
+	for _, compressed := range []bool{false, true} {
+		p := c.blobPath(d, compressed)
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if st.Size() == 0 && (compressed || d != emptyDigest) {
+			continue
+		}
+		return p, true
+	}
+	return "", false
+}
+
+// openBlob opens blob d, raw if present, else compressed.
+func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
+	for _, compressed := range []bool{false, true} {
+		f, err := os.Open(c.blobPath(d, compressed))
+		if err == nil {
+			return f, compressed, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, false, err
+		}
+	}
+	return nil, false, ErrNotFound
+}
+
+// ReadBlob returns the content of blob d, verified against d. A missing blob
+// is ErrNotFound. A blob whose content does not hash to d, or that does not
+// decode, is read a second time; if it is still bad it is moved to
+// quarantine/ and ReadBlob returns a *CorruptError.
+func (c *Dir) ReadBlob(d Digest) ([]byte, error) {
+	for try := 0; ; try++ {
+		f, compressed, err := c.openBlob(d)
+		if err != nil {
+			return nil, fmt.Errorf("cache get %s: %w", d.Short(), err)
+		}
+		var buf bytes.Buffer
+		if !compressed {
+			if st, err := f.Stat(); err == nil {
+				buf.Grow(int(st.Size()))
+			}
+		}
+		bad, err := c.readVerified(&buf, f, compressed, d)
+		if err == nil && bad != nil && try == 0 {
+			f.Close()
+			continue
+		}
+		if err == nil && bad != nil {
+			err = c.quarantineFile("blob", d.String(), f, bad)
+		}
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("cache get %s: %w", d.Short(), err)
+		}
+		return buf.Bytes(), nil
+	}
+}
+
+// readVerified copies blob d from f (decoding it if compressed) to w while
+// hashing. It separates two kinds of failure: err is an I/O error (reading
+// f or writing w) and says nothing about the blob; bad says the blob itself
+// is wrong (undecodable, or the wrong digest).
+func (c *Dir) readVerified(w io.Writer, f *os.File, compressed bool, d Digest) (bad, err error) {
+	src := &recordingReader{r: f}
+	var r io.Reader = src
+	if compressed {
+		dec, err := newDecoder(src)
+		if err != nil {
+			return nil, err
+		}
+		defer dec.release()
+		r = dec
+	}
+	rw := &recordingWriter{w: w}
+	got, _, cerr := copyHashed(rw, r)
+	switch {
+	case src.err != nil:
+		return nil, src.err
+	case rw.err != nil:
+		return nil, rw.err
+	case cerr != nil:
+		return fmt.Errorf("decode: %w", cerr), nil
+	case got != d:
+		return fmt.Errorf("content hashes to %s", got.Short()), nil
+	}
+	return nil, nil
+}
+
+// recordingReader remembers the first read error other than EOF, so a
+// decoder failure can be told apart from an I/O failure underneath it.
+type recordingReader struct {
+	r   io.Reader
+	err error
+}
+
+func (r *recordingReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// recordingWriter remembers the first write error.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return n, err
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+func newValidateCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the experiment file and report every problem at once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runValidate(g, cmd.OutOrStdout())
+		},
+	}
+}
+
+func runValidate(g *globals, out io.Writer) error {
+	s, err := g.loadSpec()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%s is valid: %d phases\n", g.File, len(s.Phases))
+	return nil
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitUsage   = 2
+	exitStopped = 130
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	File     string
+	CacheDir string
+	Vars     []string
+
+	stderr io.Writer
+	parser *spec.Parser
+}
+
+func (g *globals) AddFlags(f *pflag.FlagSet) {
+	f.StringVarP(&g.File, "file", "f", spec.DefaultFile, "read the experiment from `FILE`")
+	f.StringVar(&g.CacheDir, "cache-dir", "", "use the cache in `DIR` (default $CAIRN_CACHE_DIR, cache.dir, or ~/.cache/cairn)")
+	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable)")
+}
+
+// Main runs the cairn command line and returns the process exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	g := &globals{stderr: os.Stderr}
+	root := newRootCommand(g)
+	root.SetArgs(os.Args[1:])
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	return report(g, err)
+}
+
+// newRootCommand builds the command tree.
+func newRootCommand(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "cairn",
+		Short:         "Run experiments and pipelines declared in HCL, cached by content",
+		Long:          "cairn runs the phases of an experiment.hcl, caches every phase's outputs by content,\nand so makes every rerun incremental and every interruption resumable.",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
+	})
+	g.AddFlags(root.PersistentFlags())
+	root.AddCommand(
+		newRunCommand(g),
+		newPlanCommand(g),
+		newGraphCommand(g),
+		newValidateCommand(g),
+		newVersionCommand(),
+	)
+	return root
+}
+
+// usageError marks errors that are the caller's mistake (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// diagError carries spec diagnostics to Main for rendering.
+type diagError struct {
+	diags hcl.Diagnostics
+	files map[string]*hcl.File
+}
+
+func (e *diagError) Error() string { return e.diags.Error() }
+
+// exitError ends the process with a code after its message (if any) was
+// printed.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// report prints err once and maps it to an exit code.
+func report(g *globals, err error) int {
+	var de *diagError
+	var ee *exitError
+	var ue usageError
+	var unknown *engine.UnknownPhaseError
+	var missing *engine.MissingInputError
+	switch {
+	case errors.As(err, &de):
+		writeDiagnostics(g.stderr, de.diags, de.files)
+		return exitUsage
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintln(g.stderr, "cairn: "+ee.msg)
+		}
+		return ee.code
+	case errors.As(err, &ue), errors.As(err, &unknown), errors.As(err, &missing):
+		fmt.Fprintln(g.stderr, "cairn: "+err.Error())
+		return exitUsage
+	case isCobraUsage(err):
+		fmt.Fprintln(g.stderr, "cairn: "+err.Error())
+		return exitUsage
+	default:
+		fmt.Fprintln(g.stderr, "cairn: "+err.Error())
+		return exitFailed
+	}
+}
+
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "unknown command") || strings.HasPrefix(s, "accepts ") || strings.HasPrefix(s, "requires ")
+}
+
+// writeDiagnostics renders diagnostics with source snippets, in colour on
+// a terminal unless NO_COLOR is set.
+func writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.File) {
+	color := false
+	if f, ok := w.(*os.File); ok && os.Getenv("NO_COLOR") == "" {
+		color = isatty.IsTerminal(f.Fd())
+	}
+	dw := hcl.NewDiagnosticTextWriter(w, files, 100, color)
+	_ = dw.WriteDiagnostics(diags)
+}
+
+// loadSpec reads the spec named by -f with the -var values.
+func (g *globals) loadSpec() (*spec.Spec, error) {
+	opts := spec.Options{LookupEnv: os.LookupEnv}
+	for _, kv := range g.Vars {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return nil, usageError{fmt.Errorf("-var %q: want NAME=VALUE", kv)}
+		}
+		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
+	}
+	g.parser = spec.NewParser()
+	s, diags := g.parser.LoadFile(g.File, opts)
+	if diags.HasErrors() {
+		return nil, &diagError{diags: diags, files: g.parser.Files()}
+	}
+	if len(diags) > 0 {
+		writeDiagnostics(g.stderr, diags, g.parser.Files())
+	}
+	return s, nil
+}
+
+// cacheDir picks the cache directory: --cache-dir, CAIRN_CACHE_DIR,
+// cache.dir in the spec, else the user cache directory.
+func (g *globals) cacheDir(s *spec.Spec) (string, error) {
+	switch {
+	case g.CacheDir != "":
+		return filepath.Abs(g.CacheDir)
+	case os.Getenv("CAIRN_CACHE_DIR") != "":
+		return filepath.Abs(os.Getenv("CAIRN_CACHE_DIR"))
+	case s != nil && s.Experiment.CacheDir != "":
+		return s.Experiment.CacheDir, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: set --cache-dir or CAIRN_CACHE_DIR (%w)", err)
+	}
+	return filepath.Join(base, "cairn"), nil
+}
+
+// openEngine loads the spec and opens its cache.
+func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, error) {
+	s, err := g.loadSpec()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := g.cacheDir(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := cache.Open(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open cache: %w", err)
+	}
+	return s, engine.New(s, c, engine.Config{Reporter: rep}), nil
+}

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// Action is what a run does with a phase.
+type Action string
+
+const (
+	ActionRun     Action = "run"
+	ActionCached  Action = "cached"
+	ActionRestore Action = "restore"
+)
+
+// Decision is what a run would do with a phase, and why.
+type Decision struct {
+	Phase   string   `json:"phase"`
+	Action  Action   `json:"action"`
+	Reasons []string `json:"reasons,omitempty"`
+	// Key is empty when it cannot be known yet (an upstream phase must run
+	// first).
+	Key string `json:"key,omitempty"`
+
+	key        cache.ActionID
+	components []cache.Component
+	entry      *cache.Entry
+	restore    []string // outputs to restore
+	warnings   []string
+}
+
+// decide computes p's key and looks it up. up holds the output trees of
+// p's upstream phases; forced makes a hit run anyway.
+func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced bool) (*Decision, error) {
+	d := &Decision{Phase: p.Addr}
+	comps, err := e.components(p, up)
+	if err != nil {
+		return nil, err
+	}
+	d.components = comps
+	d.key = cache.ComputeKey(comps)
+	d.Key = d.key.String()
+
+	switch {
+	case forced:
+		d.Action, d.Reasons = ActionRun, []string{"forced"}
+		return d, nil
+	case !p.Cache:
+		d.Action, d.Reasons = ActionRun, []string{"cache = false: always runs"}
+		return d, nil
+	}
+	entry, err := e.cache.GetEntry(d.key)
+	switch {
+	case errors.Is(err, cache.ErrNotFound):
+		d.Action, d.Reasons = ActionRun, e.explainMiss(p, comps)
+		return d, nil
+	case errors.Is(err, cache.ErrCorrupt):
+		d.warnings = append(d.warnings, fmt.Sprintf("phase %s: cached result is corrupt and was moved aside: %v", p.Addr, err))
+		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
+		return d, nil
+	case err != nil:
+		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
+	}
+	d.entry = entry
+	for _, o := range p.Outputs {
+		part := treeOf(entry.Outputs, o.Path)
+		if !e.outputMatches(o.Path, part) {
+			d.restore = append(d.restore, o.Path)
+		}
+	}
+	if len(d.restore) == 0 {
+		d.Action = ActionCached
+		return d, nil
+	}
+	d.Action = ActionRestore
+	for _, o := range d.restore {
+		d.Reasons = append(d.Reasons, fmt.Sprintf("output %s missing or changed", o))
+	}
+	return d, nil
+}
+
+// explainMiss says why p's key has no entry, by comparing its components
+// with those recorded for the phase's last result in this workspace.
+func (e *Engine) explainMiss(p *spec.Phase, comps []cache.Component) []string {
+	prevKey, ok := e.lastKeys.get(p.Addr)
+	if !ok {
+		return []string{"new phase"}
+	}
+	prev, err := e.cache.GetEntry(prevKey)
+	if err != nil {
+		return []string{"no cached result (the previous result is no longer in the cache)"}
+	}
+	reasons := diffComponents(prev.Components, comps, e.producer)
+	if len(reasons) == 0 {
+		return []string{"no cached result"}
+	}
+	return reasons
+}
+
+// diffComponents describes, one line each, how the components cur differ
+// from prev. It is the single place that turns key components into
+// reasons, so an explanation cannot drift from what is hashed.
+func diffComponents(prev, cur []cache.Component, producer map[string]string) []string {
+	type nk struct{ kind, name string }
+	index := func(cs []cache.Component) (map[nk]string, []nk) {
+		m := map[nk]string{}
+		var order []nk
+		for _, c := range cs {
+			k := nk{c.Kind, c.Name}
+			if _, ok := m[k]; !ok {
+				order = append(order, k)
+			}
+			m[k] = c.Value
+		}
+		return m, order
+	}
+	pm, porder := index(prev)
+	cm, corder := index(cur)
+	var reasons []string
+	outputsChanged := false
+	say := func(k nk, old, new string, hadOld, hasNew bool) {
+		switch k.kind {
+		case kindCommand:
+			reasons = append(reasons, fmt.Sprintf("command changed: %s → %s", displayCommand(old), displayCommand(new)))
+		case kindWorkdir:
+			reasons = append(reasons, fmt.Sprintf("workdir %s → %s", old, new))
+		case kindOutput:
+			outputsChanged = true
+		case kindParam:
+			switch {
+			case !hadOld:
+				reasons = append(reasons, fmt.Sprintf("param %s added (%s)", k.name, new))
+			case !hasNew:
+				reasons = append(reasons, fmt.Sprintf("param %s removed", k.name))
+			default:
+				reasons = append(reasons, fmt.Sprintf("param %s %s → %s", k.name, old, new))
+			}
+		case kindEnv:
+			verb := "changed"
+			if !hadOld {
+				verb = "added"
+			} else if !hasNew {
+				verb = "removed"
+			}
+			reasons = append(reasons, fmt.Sprintf("env %s %s", k.name, verb))
+		case kindInput:
+			verb := "changed"
+			if !hadOld {
+				verb = "added"
+			} else if !hasNew {
+				verb = "removed"
+			}
+			reasons = append(reasons, fmt.Sprintf("input %s %s", k.name, verb))
+		case kindUpstream:
+			who := producer[k.name]
+			if who == "" {
+				for dir := k.name; dir != "." && dir != "/" && who == ""; {
+					i := strings.LastIndex(dir, "/")
+					if i < 0 {
+						break
+					}
+					dir = dir[:i]
+					who = producer[dir]
+				}
+			}
+			verb := "changed"
+			if !hadOld {
+				verb = "added"
+			} else if !hasNew {
+				verb = "removed"
+			}
+			if who != "" {
+				reasons = append(reasons, fmt.Sprintf("upstream %s output %s %s", who, k.name, verb))
+			} else {
+				reasons = append(reasons, fmt.Sprintf("upstream output %s %s", k.name, verb))
+			}
+		default:
+			reasons = append(reasons, fmt.Sprintf("%s %s changed", k.kind, k.name))
+		}
+	}
+	for _, k := range corder {
+		old, had := pm[k]
+		if !had || old != cm[k] {
+			say(k, old, cm[k], had, true)
+		}
+	}
+	for _, k := range porder {
+		if _, has := cm[k]; !has {
+			say(k, pm[k], "", true, false)
+		}
+	}
+	if outputsChanged {
+		reasons = append(reasons, "declared outputs changed")
+	}
+	return reasons
+}
+
+// displayCommand renders a command component (a JSON argv) as the user
+// wrote it.
+func displayCommand(v string) string {
+	var argv []string
+	if err := json.Unmarshal([]byte(v), &argv); err != nil || len(argv) == 0 {
+		return v
+	}
+	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
+		return fmt.Sprintf("%q", argv[2])
+	}
+	b, _ := json.Marshal(argv)
+	return string(b)
+}

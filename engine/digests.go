@@ -1,0 +1,208 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+)
+
+// digestsHeader starts the input-digest memory file.
+const digestsHeader = "cairn-digests 1"
+
+// Memory remembers the content digest of workspace files by path, size,
+// mtime, ctime, inode and mode, so an unchanged file is never read twice.
+// It is safe for concurrent use.
+//
+// An entry is trusted only when the file's mtime lies clearly before the
+// moment its content was hashed (git's "racy" rule): a file modified again
+// within the same timestamp tick after hashing would otherwise keep its
+// stat and hide the change.
+type Memory struct {
+	path string
+	now  func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]memEntry
+	dirty   bool
+}
+
+type memEntry struct {
+	digest   cache.Digest
+	size     int64
+	mtime    int64 // ns
+	ctime    int64 // ns
+	ino      uint64
+	mode     uint32
+	recorded int64 // ns: when the content was hashed
+}
+
+// fileStat is what the memory compares.
+type fileStat struct {
+	size  int64
+	mtime int64
+	ctime int64
+	ino   uint64
+	mode  fs.FileMode
+}
+
+func statOf(fi fs.FileInfo) fileStat {
+	s := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		s.ctime = st.Ctim.Sec*1e9 + st.Ctim.Nsec
+		s.ino = st.Ino
+	}
+	return s
+}
+
+// racySlack is how long before hashing a file's mtime must lie for its
+// entry to be trusted: more than one kernel timestamp tick on filesystems
+// with fine timestamps, two seconds where mtimes are whole seconds.
+func racySlack(mtime int64) int64 {
+	if mtime%1e9 == 0 {
+		return 2e9
+	}
+	return 50e6
+}
+
+// LoadMemory reads the memory at path; a missing or damaged file gives an
+// empty memory (every file is hashed again, nothing is wrong).
+func LoadMemory(path string) *Memory {
+	m := &Memory{path: path, now: time.Now, entries: map[string]memEntry{}}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return m
+	}
+	entries, err := parseMemory(data)
+	if err != nil {
+		return m
+	}
+	m.entries = entries
+	return m
+}
+
+func parseMemory(data []byte) (map[string]memEntry, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	if !sc.Scan() || sc.Text() != digestsHeader {
+		return nil, fmt.Errorf("bad header")
+	}
+	entries := map[string]memEntry{}
+	for sc.Scan() {
+		line := sc.Text()
+		f := strings.SplitN(line, " ", 8)
+		if len(f) != 8 {
+			return nil, fmt.Errorf("bad line %q", line)
+		}
+		d, err := cache.ParseDigest(f[0])
+		if err != nil {
+			return nil, err
+		}
+		var e memEntry
+		e.digest = d
+		nums := []*int64{&e.size, &e.mtime, &e.ctime}
+		for i, p := range nums {
+			if *p, err = strconv.ParseInt(f[1+i], 10, 64); err != nil {
+				return nil, err
+			}
+		}
+		if e.ino, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+			return nil, err
+		}
+		mode, err := strconv.ParseUint(f[5], 8, 32)
+		if err != nil {
+			return nil, err
+		}
+		e.mode = uint32(mode)
+		if e.recorded, err = strconv.ParseInt(f[6], 10, 64); err != nil {
+			return nil, err
+		}
+		entries[f[7]] = e
+	}
+	return entries, sc.Err()
+}
+
+// Lookup returns the remembered digest of the file at key if st still
+// matches and the entry is not racy.
+func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
+	m.mu.Lock()
+	e, ok := m.entries[key]
+	m.mu.Unlock()
+	if !ok || e.size != st.size || e.mtime != st.mtime || e.ctime != st.ctime || e.ino != st.ino || e.mode != uint32(st.mode) {
+		return cache.Digest{}, false
+	}
+	if st.mtime >= e.recorded-racySlack(st.mtime) {
+		return cache.Digest{}, false
+	}
+	return e.digest, true
+}
+
+// Record remembers d as the digest of the file at key, hashed at
+// hashedAt, whose stat (taken before hashing) was st.
+func (m *Memory) Record(key string, st fileStat, d cache.Digest, hashedAt time.Time) {
+	if strings.ContainsAny(key, "\n") {
+		return
+	}
+	m.mu.Lock()
+	m.entries[key] = memEntry{digest: d, size: st.size, mtime: st.mtime, ctime: st.ctime, ino: st.ino, mode: uint32(st.mode), recorded: hashedAt.UnixNano()}
+	m.dirty = true
+	m.mu.Unlock()
+}
+
+// Digest returns the content digest of the file at abs, remembered under
+// key, reading the file only when its stat changed or is racy.
+func (m *Memory) Digest(key, abs string) (cache.Digest, fs.FileInfo, error) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return cache.Digest{}, nil, err
+	}
+	st := statOf(fi)
+	if d, ok := m.Lookup(key, st); ok {
+		return d, fi, nil
+	}
+	hashedAt := m.now()
+	d, _, err := cache.HashFile(abs)
+	if err != nil {
+		return cache.Digest{}, nil, err
+	}
+	// Only remember the digest if the file did not change while hashing.
+	if fi2, err := os.Stat(abs); err == nil && statOf(fi2) == st {
+		m.Record(key, st, d, hashedAt)
+	}
+	return d, fi, nil
+}
+
+// Save writes the memory back if it changed.
+func (m *Memory) Save() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.dirty {
+		return nil
+	}
+	keys := make([]string, 0, len(m.entries))
+	for k := range m.entries {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.Grow(len(keys) * 140)
+	buf.WriteString(digestsHeader + "\n")
+	for _, k := range keys {
+		e := m.entries[k]
+		fmt.Fprintf(&buf, "%s %d %d %d %d %o %d %s\n", e.digest, e.size, e.mtime, e.ctime, e.ino, e.mode, e.recorded, k)
+	}
+	if err := writeFileAtomic(m.path, buf.Bytes(), 0o644, false); err != nil {
+		return err
+	}
+	m.dirty = false
+	return nil
+}

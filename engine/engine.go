@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// Engine runs or plans one evaluated spec against one cache. Create it with
+// New; it is used for one Plan or Run.
+type Engine struct {
+	spec  *spec.Spec
+	ws    Workspace
+	cache *cache.Dir
+	mem   *Memory
+	exec  Executor
+	rep   Reporter
+	now   func() time.Time
+
+	hashWorkers int
+	lastKeys    *keyIndex
+	producer    map[string]string // output path -> phase address
+}
+
+// Config holds what New needs beyond the spec and the cache.
+type Config struct {
+	// Executor runs commands; nil means a LocalExecutor.
+	Executor Executor
+	// Reporter receives progress; nil discards it.
+	Reporter Reporter
+}
+
+// New returns an engine for s (whose workspace is s.Dir) on cache c.
+func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
+	e := &Engine{
+		spec:        s,
+		ws:          Workspace{Root: s.Dir},
+		cache:       c,
+		exec:        cfg.Executor,
+		rep:         cfg.Reporter,
+		now:         time.Now,
+		hashWorkers: runtime.NumCPU(),
+		producer:    map[string]string{},
+	}
+	if e.exec == nil {
+		e.exec = &LocalExecutor{}
+	}
+	if e.rep == nil {
+		e.rep = NopReporter{}
+	}
+	e.mem = LoadMemory(filepath.Join(e.ws.StateDir(), "digests"))
+	e.lastKeys = loadKeyIndex(filepath.Join(e.ws.StateDir(), "keys.json"))
+	for _, p := range s.Phases {
+		for _, o := range p.Outputs {
+			e.producer[o.Path] = p.Addr
+		}
+	}
+	return e
+}
+
+// Workspace returns the engine's workspace.
+func (e *Engine) Workspace() *Workspace { return &e.ws }
+
+// keyIndex remembers the last key each phase succeeded or hit with in this
+// workspace, so a miss can be explained by diffing against that entry's
+// recorded components.
+type keyIndex struct {
+	path  string
+	mu    sync.Mutex
+	keys  map[string]string
+	dirty bool
+}
+
+func loadKeyIndex(path string) *keyIndex {
+	ki := &keyIndex{path: path, keys: map[string]string{}}
+	if b, err := os.ReadFile(path); err == nil {
+		_ = json.Unmarshal(b, &ki.keys)
+	}
+	return ki
+}
+
+func (ki *keyIndex) get(addr string) (cache.ActionID, bool) {
+	ki.mu.Lock()
+	s, ok := ki.keys[addr]
+	ki.mu.Unlock()
+	if !ok {
+		return cache.ActionID{}, false
+	}
+	id, err := cache.ParseActionID(s)
+	return id, err == nil
+}
+
+func (ki *keyIndex) set(addr string, key cache.ActionID) {
+	ki.mu.Lock()
+	if ki.keys[addr] != key.String() {
+		ki.keys[addr] = key.String()
+		ki.dirty = true
+	}
+	ki.mu.Unlock()
+}
+
+func (ki *keyIndex) save() error {
+	ki.mu.Lock()
+	defer ki.mu.Unlock()
+	if !ki.dirty {
+		return nil
+	}
+	b, err := json.MarshalIndent(ki.keys, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(ki.path, append(b, '\n'), 0o644, false); err != nil {
+		return err
+	}
+	ki.dirty = false
+	return nil
+}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+)
+
+// hasMeta reports whether an input is a glob pattern.
+func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
+
+// expandPattern returns the slash paths of the regular files (and
+// symlinks to files) an input pattern names on disk: the file itself, every
+// file below a directory, or every file a glob matches (directories matched
+// by a glob are walked too). skip reports paths to leave out, with their
+// subtrees. A pattern naming nothing gives no paths and no error.
+func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool) ([]string, error) {
+	var out []string
+	add := func(rel string) error {
+		abs := ws.Abs(rel)
+		fi, err := os.Stat(abs)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // dangling symlink or vanished file
+			}
+			return err
+		}
+		if !fi.IsDir() {
+			if !skip(rel) {
+				out = append(out, rel)
+			}
+			return nil
+		}
+		return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			r := joinRel(rel, abs, p)
+			if skip(r) {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() {
+				return nil
+			}
+			if d.Type()&fs.ModeSymlink != 0 {
+				if st, err := os.Stat(p); err != nil || st.IsDir() {
+					return nil // links to directories are not followed, dangling ones ignored
+				}
+			} else if !d.Type().IsRegular() {
+				return nil
+			}
+			out = append(out, r)
+			return nil
+		})
+	}
+	if !hasMeta(pattern) {
+		if err := add(pattern); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	base, pat := doublestar.SplitPattern(pattern)
+	matches, err := doublestar.Glob(os.DirFS(ws.Abs(base)), pat, doublestar.WithNoFollow())
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range matches {
+		rel := m
+		if base != "." {
+			rel = path.Join(base, m)
+		}
+		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
+			continue
+		}
+		if err := add(rel); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// joinRel maps an absolute path p found while walking the directory abs
+// (named rel in the workspace) back to a workspace slash path.
+func joinRel(rel, abs, p string) string {
+	if p == abs {
+		return rel
+	}
+	return path.Join(rel, filepath.ToSlash(p[len(abs)+1:]))
+}
+
+// matchesPattern reports whether the workspace path rel is named by an
+// input pattern: equal, below it, or matched by the glob (or below a
+// directory the glob matches).
+func matchesPattern(pattern, rel string) bool {
+	if !hasMeta(pattern) {
+		return rel == pattern || strings.HasPrefix(rel, pattern+"/")
+	}
+	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		if ok, _ := doublestar.Match(pattern, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedUnique(s []string) []string {
+	sort.Strings(s)
+	out := s[:0]
+	for i, x := range s {
+		if i == 0 || x != s[i-1] {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// Component kinds hashed into a phase key. The same components, recorded in
+// the cache entry, explain later why a phase reruns.
+const (
+	kindCommand  = "command"
+	kindWorkdir  = "workdir"
+	kindEnv      = "env"
+	kindParam    = "param"
+	kindOutput   = "output"
+	kindInput    = "input"
+	kindUpstream = "upstream"
+)
+
+// MissingInputError says that an input names nothing on disk and no phase
+// produces it.
+type MissingInputError struct {
+	Phase string
+	Input string
+}
+
+func (e *MissingInputError) Error() string {
+	return fmt.Sprintf("phase %s: input %q does not exist and no phase produces it; create it or fix the path", e.Phase, e.Input)
+}
+
+// fileValue is how a file's content and executable bit enter a key. Only
+// the executable bit of the mode counts, so teammates with different
+// umasks share keys.
+func fileValue(d cache.Digest, mode fs.FileMode) string {
+	if mode&0o111 != 0 {
+		return "x:" + d.String()
+	}
+	return "-:" + d.String()
+}
+
+func outputValue(f cache.OutputFile) string {
+	if f.Type == "symlink" {
+		return "l:" + f.Target
+	}
+	return fileValue(f.Digest, fs.FileMode(f.Mode))
+}
+
+// components computes the key components of p, whose upstream phases'
+// output trees are given by phase address. Input files are hashed through
+// the memory.
+func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]cache.Component, error) {
+	argv, _ := json.Marshal(p.Command)
+	comps := []cache.Component{
+		{Kind: kindCommand, Value: string(argv)},
+		{Kind: kindWorkdir, Value: p.Workdir},
+	}
+	for k, v := range p.Env {
+		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
+	}
+	for k, v := range p.Params {
+		comps = append(comps, cache.Component{Kind: kindParam, Name: k, Value: v})
+	}
+	for _, o := range p.Outputs {
+		comps = append(comps, cache.Component{Kind: kindOutput, Name: o.Name, Value: o.Path})
+	}
+
+	// Every file of a direct upstream phase, by path.
+	upFiles := map[string]cache.OutputFile{}
+	for _, tree := range up {
+		for _, f := range tree {
+			if f.Type != "dir" {
+				upFiles[f.Path] = f
+			}
+		}
+	}
+	reads := map[string]cache.OutputFile{}
+	for upAddr, paths := range p.Upstream {
+		for _, f := range up[upAddr] {
+			if f.Type == "dir" {
+				continue
+			}
+			if paths == nil {
+				reads[f.Path] = f
+				continue
+			}
+			for _, want := range paths {
+				if f.Path == want || strings.HasPrefix(f.Path, want+"/") {
+					reads[f.Path] = f
+				}
+			}
+		}
+	}
+
+	own := p.OutputPaths()
+	skip := func(rel string) bool {
+		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
+			return true
+		}
+		for _, o := range own {
+			if rel == o || strings.HasPrefix(rel, o+"/") {
+				return true
+			}
+		}
+		_, isUp := upFiles[rel]
+		return isUp
+	}
+	var inputs []string
+	for _, pattern := range p.Inputs {
+		found, err := expandPattern(&e.ws, pattern, skip)
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
+		}
+		n := len(found)
+		for path, f := range upFiles {
+			if matchesPattern(pattern, path) {
+				reads[path] = f
+				n++
+			}
+		}
+		if n == 0 && !hasMeta(pattern) {
+			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
+		}
+		inputs = append(inputs, found...)
+	}
+	inputs = sortedUnique(inputs)
+	digests := make([]cache.Digest, len(inputs))
+	modes := make([]fs.FileMode, len(inputs))
+	if err := e.hashFiles(inputs, digests, modes); err != nil {
+		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
+	}
+	for i, rel := range inputs {
+		comps = append(comps, cache.Component{Kind: kindInput, Name: rel, Value: fileValue(digests[i], modes[i])})
+	}
+	readPaths := make([]string, 0, len(reads))
+	for path := range reads {
+		readPaths = append(readPaths, path)
+	}
+	sort.Strings(readPaths)
+	for _, path := range readPaths {
+		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
+	}
+	sort.Slice(comps, func(i, j int) bool {
+		a, b := comps[i], comps[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Name < b.Name
+	})
+	return comps, nil
+}
+
+// hashFiles fills digests and modes for the workspace files rel, through
+// the memory, hashing the files that need it on all cores.
+func (e *Engine) hashFiles(rel []string, digests []cache.Digest, modes []fs.FileMode) error {
+	return parallel(len(rel), e.hashWorkers, func(i int) error {
+		d, fi, err := e.mem.Digest(rel[i], e.ws.Abs(rel[i]))
+		if err != nil {
+			return fmt.Errorf("hash input %s: %w", rel[i], err)
+		}
+		digests[i], modes[i] = d, fi.Mode()
+		return nil
+	})
+}

@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// MissingOutputsError says a phase exited 0 without producing declared
+// outputs.
+type MissingOutputsError struct {
+	Phase string
+	Paths []string
+}
+
+func (e *MissingOutputsError) Error() string {
+	return fmt.Sprintf("phase %s exited 0 but did not produce declared output %s", e.Phase, strings.Join(quoteAll(e.Paths), ", "))
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+// prepareOutputs removes a phase's stale declared outputs and creates
+// their parent directories, as ninja and Bazel do before running an action.
+func (e *Engine) prepareOutputs(p *spec.Phase) error {
+	for _, o := range p.Outputs {
+		abs := e.ws.Abs(o.Path)
+		if err := os.RemoveAll(abs); err != nil {
+			return fmt.Errorf("remove stale output %s: %w", o.Path, err)
+		}
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return fmt.Errorf("create directory for output %s: %w", o.Path, err)
+		}
+	}
+	return nil
+}
+
+// collectOutputs stores the declared outputs of a phase that just
+// succeeded in the cache and returns their tree. Symlinks must point inside
+// the workspace.
+func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
+	var missing []string
+	var tree []cache.OutputFile
+	for _, o := range p.Outputs {
+		abs := e.ws.Abs(o.Path)
+		fi, err := os.Lstat(abs)
+		if errors.Is(err, fs.ErrNotExist) {
+			missing = append(missing, o.Path)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
+		}
+		if !fi.IsDir() {
+			f, err := e.storeEntry(p, o.Path, abs, fi)
+			if err != nil {
+				return nil, err
+			}
+			tree = append(tree, f)
+			continue
+		}
+		err = filepath.WalkDir(abs, func(pth string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			f, err := e.storeEntry(p, joinRel(o.Path, abs, pth), pth, fi)
+			if err != nil {
+				return err
+			}
+			tree = append(tree, f)
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	}
+	sort.Slice(tree, func(i, j int) bool { return tree[i].Path < tree[j].Path })
+	return tree, nil
+}
+
+// storeEntry stores one file, directory or symlink of an output tree.
+func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo) (cache.OutputFile, error) {
+	mode := uint32(fi.Mode().Perm())
+	switch {
+	case fi.IsDir():
+		return cache.OutputFile{Path: rel, Type: "dir", Mode: mode}, nil
+	case fi.Mode()&fs.ModeSymlink != 0:
+		target, err := os.Readlink(abs)
+		if err != nil {
+			return cache.OutputFile{}, err
+		}
+		resolved := path.Join(path.Dir(rel), filepath.ToSlash(target))
+		if filepath.IsAbs(target) || !filepath.IsLocal(filepath.FromSlash(resolved)) {
+			return cache.OutputFile{}, fmt.Errorf("phase %s: output %s is a symlink to %q, outside the workspace; cairn refuses to cache it", p.Addr, rel, target)
+		}
+		return cache.OutputFile{Path: rel, Type: "symlink", Mode: 0o777, Target: filepath.ToSlash(target)}, nil
+	case fi.Mode().IsRegular():
+		st := statOf(fi)
+		hashedAt := e.now()
+		var d cache.Digest
+		var size int64
+		var err error
+		if p.Cache {
+			d, size, err = e.cache.PutFile(abs)
+		} else {
+			d, size, err = cache.HashFile(abs)
+		}
+		if err != nil {
+			return cache.OutputFile{}, fmt.Errorf("store output %s: %w", rel, err)
+		}
+		if fi2, err := os.Lstat(abs); err == nil && statOf(fi2) == st {
+			e.mem.Record(rel, st, d, hashedAt)
+		}
+		return cache.OutputFile{Path: rel, Type: "file", Mode: mode, Digest: d, Size: size}, nil
+	default:
+		return cache.OutputFile{}, fmt.Errorf("phase %s: output %s is a %s; only files, directories and symlinks can be outputs", p.Addr, rel, fi.Mode().Type())
+	}
+}
+
+// treeOf returns the entries of tree that belong to the declared output o.
+func treeOf(tree []cache.OutputFile, o string) []cache.OutputFile {
+	var out []cache.OutputFile
+	for _, f := range tree {
+		if f.Path == o || strings.HasPrefix(f.Path, o+"/") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// outputMatches reports whether the workspace holds exactly the part of a
+// cached tree that belongs to output o.
+func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
+	if len(part) == 0 {
+		return false
+	}
+	for _, f := range part {
+		abs := e.ws.Abs(f.Path)
+		switch f.Type {
+		case "dir":
+			fi, err := os.Lstat(abs)
+			if err != nil || !fi.IsDir() {
+				return false
+			}
+		case "symlink":
+			t, err := os.Readlink(abs)
+			if err != nil || filepath.ToSlash(t) != f.Target {
+				return false
+			}
+		default:
+			fi, err := os.Lstat(abs)
+			if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size || uint32(fi.Mode().Perm())&0o111 != f.Mode&0o111 {
+				return false
+			}
+			d, _, err := e.mem.Digest(f.Path, abs)
+			if err != nil || d != f.Digest {
+				return false
+			}
+		}
+	}
+	// A directory output must hold nothing beyond the cached tree.
+	if part[0].Type == "dir" {
+		n := 0
+		err := filepath.WalkDir(e.ws.Abs(o), func(string, fs.DirEntry, error) error { n++; return nil })
+		if err != nil || n != len(part) {
+			return false
+		}
+	}
+	return true
+}
+
+// restoreOutput replaces the workspace copy of output o with the cached
+// tree part, verifying every blob as it is written.
+func (e *Engine) restoreOutput(o string, part []cache.OutputFile) error {
+	if err := os.RemoveAll(e.ws.Abs(o)); err != nil {
+		return fmt.Errorf("restore %s: %w", o, err)
+	}
+	for _, f := range part {
+		abs := e.ws.Abs(f.Path)
+		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+			return fmt.Errorf("restore %s: %w", f.Path, err)
+		}
+		switch f.Type {
+		case "dir":
+			if err := os.MkdirAll(abs, fs.FileMode(f.Mode)|0o700); err != nil {
+				return fmt.Errorf("restore %s: %w", f.Path, err)
+			}
+		case "symlink":
+			if err := os.Symlink(filepath.FromSlash(f.Target), abs); err != nil {
+				return fmt.Errorf("restore %s: %w", f.Path, err)
+			}
+		default:
+			if err := e.cache.RestoreFile(f.Digest, abs, fs.FileMode(f.Mode)); err != nil {
+				return fmt.Errorf("restore %s: %w", f.Path, err)
+			}
+		}
+	}
+	return nil
+}

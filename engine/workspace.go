@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gofrs/flock"
+)
+
+// StateDirName is the workspace's state directory beside the spec.
+const StateDirName = ".cairn"
+
+// Workspace is the directory holding the spec, its inputs and outputs, and
+// cairn's state directory.
+type Workspace struct {
+	Root string // absolute
+}
+
+// StateDir returns the absolute path of .cairn/.
+func (w *Workspace) StateDir() string { return filepath.Join(w.Root, StateDirName) }
+
+// RunsDir returns the absolute path of .cairn/runs/.
+func (w *Workspace) RunsDir() string { return filepath.Join(w.StateDir(), "runs") }
+
+// Abs returns the absolute path of a workspace path (slash-separated,
+// relative unless absolute).
+func (w *Workspace) Abs(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.FromSlash(p)
+	}
+	return filepath.Join(w.Root, filepath.FromSlash(p))
+}
+
+// Rel returns the slash path of an absolute path inside the workspace.
+func (w *Workspace) Rel(abs string) string {
+	r, err := filepath.Rel(w.Root, abs)
+	if err != nil || !filepath.IsLocal(r) {
+		return filepath.ToSlash(abs)
+	}
+	return filepath.ToSlash(r)
+}
+
+// Init creates .cairn/ with a .gitignore that ignores it whole.
+func (w *Workspace) Init() error {
+	if err := os.MkdirAll(w.RunsDir(), 0o755); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	gi := filepath.Join(w.StateDir(), ".gitignore")
+	if _, err := os.Stat(gi); errors.Is(err, os.ErrNotExist) {
+		if err := os.WriteFile(gi, []byte("# cairn's workspace state: run records, logs, digests\n*\n"), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", gi, err)
+		}
+	}
+	return nil
+}
+
+// Lock is the held workspace lock.
+type Lock struct {
+	fl   *flock.Flock
+	info string
+}
+
+// LockInfo tells who holds the workspace lock.
+type LockInfo struct {
+	PID   int    `json:"pid"`
+	RunID string `json:"run_id"`
+	Host  string `json:"host"`
+}
+
+// ErrLocked is returned (wrapped in a *LockedError) when another process
+// holds the workspace lock.
+var ErrLocked = errors.New("workspace is locked")
+
+// LockedError says who holds the lock.
+type LockedError struct {
+	Path   string
+	Holder LockInfo
+}
+
+func (e *LockedError) Error() string {
+	who := "another cairn process"
+	if e.Holder.PID != 0 {
+		who = fmt.Sprintf("cairn pid %d", e.Holder.PID)
+		if e.Holder.RunID != "" {
+			who += fmt.Sprintf(" (run %s)", e.Holder.RunID)
+		}
+	}
+	return fmt.Sprintf("workspace is locked by %s: %s; wait for that run to finish or stop it", who, e.Path)
+}
+
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// TryLock takes the workspace lock without waiting. The lock is an flock
+// on .cairn/lock, released by the kernel when the process dies, so a
+// killed run never leaves a stale lock behind.
+func (w *Workspace) TryLock(runID string) (*Lock, error) {
+	if err := w.Init(); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(w.StateDir(), "lock")
+	fl := flock.New(path)
+	ok, err := fl.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	infoPath := filepath.Join(w.StateDir(), "lock.json")
+	if !ok {
+		le := &LockedError{Path: path}
+		if b, err := os.ReadFile(infoPath); err == nil {
+			_ = json.Unmarshal(b, &le.Holder)
+		}
+		return nil, le
+	}
+	host, _ := os.Hostname()
+	b, _ := json.Marshal(LockInfo{PID: os.Getpid(), RunID: runID, Host: host})
+	if err := writeFileAtomic(infoPath, b, 0o644, false); err != nil {
+		_ = fl.Unlock()
+		return nil, err
+	}
+	return &Lock{fl: fl, info: infoPath}, nil
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error {
+	_ = os.Remove(l.info)
+	return l.fl.Unlock()
+}
+
+// safeName turns a phase address into a file name: harden["m1"] becomes
+// harden[m1].
+func safeName(addr string) string {
+	r := strings.NewReplacer(`"`, "", "/", "_", `\`, "_", "\x00", "_")
+	return r.Replace(addr)
+}

@@ -1,0 +1,151 @@
+package spec
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+)
+
+var rootSchema = &hcl.BodySchema{
+	Blocks: []hcl.BlockHeaderSchema{
+		{Type: "experiment", LabelNames: []string{"name"}},
+		{Type: "variable", LabelNames: []string{"name"}},
+		{Type: "locals"},
+		{Type: "phase", LabelNames: []string{"name"}},
+	},
+}
+
+// decodeFile fills s from the file body: variables, then locals, then the
+// experiment block, then phases in dependency order.
+func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
+	content, diags := body.Content(rootSchema)
+
+	var expBlocks, varBlocks, localBlocks, phaseBlocks []*hcl.Block
+	for _, b := range content.Blocks {
+		switch b.Type {
+		case "experiment":
+			expBlocks = append(expBlocks, b)
+		case "variable":
+			varBlocks = append(varBlocks, b)
+		case "locals":
+			localBlocks = append(localBlocks, b)
+		case "phase":
+			phaseBlocks = append(phaseBlocks, b)
+		}
+	}
+
+	vars, varDiags := decodeVariables(varBlocks, opts.Vars, opts.LookupEnv)
+	diags = append(diags, varDiags...)
+	s.Variables = make(map[string]string, len(vars))
+	for name, v := range vars {
+		s.Variables[name] = displayValue(v)
+	}
+
+	locals, localDiags := evalLocals(localBlocks, vars)
+	diags = append(diags, localDiags...)
+
+	scope := &scope{vars: vars, locals: locals}
+
+	if len(expBlocks) > 1 {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Duplicate experiment block",
+			Detail:   fmt.Sprintf("A spec holds at most one experiment block; the first is at %s.", expBlocks[0].DefRange),
+			Subject:  expBlocks[1].DefRange.Ptr(),
+		})
+	}
+	if len(expBlocks) > 0 {
+		exp, expDiags := decodeExperiment(expBlocks[0], scope, s.Dir)
+		diags = append(diags, expDiags...)
+		s.Experiment = exp
+	}
+
+	phaseDiags := decodePhases(s, phaseBlocks, scope)
+	diags = append(diags, phaseDiags...)
+	return dropFollowOn(diags)
+}
+
+// scope holds the values phases and settings are evaluated against.
+type scope struct {
+	vars   map[string]cty.Value
+	locals map[string]cty.Value
+}
+
+// evalContext builds an evaluation context; phases may be nil.
+func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
+	v := map[string]cty.Value{
+		"var":   objectOrEmpty(sc.vars),
+		"local": objectOrEmpty(sc.locals),
+	}
+	if phases != nil {
+		v["phase"] = objectOrEmpty(phases)
+	}
+	return &hcl.EvalContext{Variables: v, Functions: functions()}
+}
+
+func objectOrEmpty(m map[string]cty.Value) cty.Value {
+	if len(m) == 0 {
+		return cty.EmptyObjectVal
+	}
+	return cty.ObjectVal(m)
+}
+
+var experimentSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "description"},
+		{Name: "concurrency"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}},
+}
+
+var cacheSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "dir"}},
+}
+
+func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diagnostics) {
+	exp := Experiment{Name: b.Labels[0]}
+	content, diags := b.Body.Content(experimentSchema)
+	ctx := sc.evalContext(nil)
+	if a, ok := content.Attributes["description"]; ok {
+		var d hcl.Diagnostics
+		exp.Description, d = evalString(a.Expr, ctx, "description")
+		diags = append(diags, d...)
+	}
+	if a, ok := content.Attributes["concurrency"]; ok {
+		n, d := evalInt(a.Expr, ctx, "concurrency")
+		diags = append(diags, d...)
+		if !d.HasErrors() && n < 1 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid concurrency",
+				Detail:   "concurrency must be at least 1; leave it out to use the number of CPUs.",
+				Subject:  a.Expr.Range().Ptr(),
+			})
+		}
+		exp.Concurrency = n
+	}
+	var seenCache *hcl.Block
+	for _, cb := range content.Blocks {
+		if seenCache != nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate cache block",
+				Detail:   fmt.Sprintf("The experiment holds at most one cache block; the first is at %s.", seenCache.DefRange),
+				Subject:  cb.DefRange.Ptr(),
+			})
+			continue
+		}
+		seenCache = cb
+		cc, d := cb.Body.Content(cacheSchema)
+		diags = append(diags, d...)
+		if a, ok := cc.Attributes["dir"]; ok {
+			p, d := evalString(a.Expr, ctx, "cache.dir")
+			diags = append(diags, d...)
+			if p != "" {
+				exp.CacheDir = absUnder(dir, expandHome(p))
+			}
+		}
+	}
+	return exp, diags
+}

@@ -1,0 +1,365 @@
+package spec
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+// evalPhase evaluates one phase against its upstream phases' values. It
+// returns nil when the phase has errors.
+func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated map[string]*Phase, dir string) (*Phase, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	ctx := sc.evalContext(phases)
+	p := &Phase{
+		Addr:      rp.name,
+		Workdir:   ".",
+		Cache:     true,
+		DeclRange: rp.block.DefRange,
+		Params:    map[string]string{},
+		Env:       map[string]string{},
+	}
+	attr := func(name string) (hcl.Expression, bool) {
+		a, ok := rp.attrs[name]
+		if !ok {
+			return nil, false
+		}
+		return a.Expr, true
+	}
+
+	if e, ok := attr("description"); ok {
+		var d hcl.Diagnostics
+		p.Description, d = evalString(e, ctx, "description")
+		diags = append(diags, d...)
+	}
+	if e, ok := attr("command"); ok {
+		diags = append(diags, evalCommand(p, e, ctx)...)
+	}
+	if e, ok := attr("inputs"); ok {
+		diags = append(diags, evalInputs(p, e, ctx)...)
+	}
+	if e, ok := attr("outputs"); ok {
+		d := evalOutputs(p, rp, e, ctx)
+		diags = append(diags, d...)
+	}
+	if e, ok := attr("params"); ok {
+		diags = append(diags, evalParams(p, e, ctx)...)
+	}
+	if e, ok := attr("env"); ok {
+		env, d := evalStringMap(e, ctx, "env")
+		diags = append(diags, d...)
+		for k, v := range env {
+			if !envNameRe.MatchString(k) || strings.HasPrefix(k, "CAIRN_") {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid environment variable name",
+					Detail:   fmt.Sprintf("%q is not a usable environment variable name: names hold letters, digits and underscores, do not start with a digit, and CAIRN_ is reserved for cairn.", k),
+					Subject:  e.Range().Ptr(),
+				})
+				continue
+			}
+			p.Env[k] = v
+		}
+	}
+	for _, which := range []string{"secret_env", "pass_env"} {
+		e, ok := attr(which)
+		if !ok {
+			continue
+		}
+		list, d := evalStringList(e, ctx, which)
+		diags = append(diags, d...)
+		for _, n := range list {
+			switch {
+			case !envNameRe.MatchString(n) || strings.HasPrefix(n, "CAIRN_"):
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid environment variable name",
+					Detail:   fmt.Sprintf("%q in %s is not a usable environment variable name.", n, which),
+					Subject:  e.Range().Ptr(),
+				})
+			case p.Env[n] != "":
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Variable both declared and passed through",
+					Detail:   fmt.Sprintf("%s is set in env and also listed in %s; keep one.", n, which),
+					Subject:  e.Range().Ptr(),
+				})
+			}
+		}
+		sort.Strings(list)
+		if which == "secret_env" {
+			p.SecretEnv = list
+		} else {
+			p.PassEnv = list
+		}
+	}
+	if e, ok := attr("workdir"); ok {
+		wd, d := evalString(e, ctx, "workdir")
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			clean := cleanRelPath(wd)
+			if filepath.IsAbs(wd) || !filepath.IsLocal(filepath.FromSlash(clean)) && clean != "." {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Workdir outside the workspace",
+					Detail:   fmt.Sprintf("workdir %q must be a relative path inside the workspace.", wd),
+					Subject:  e.Range().Ptr(),
+				})
+			}
+			p.Workdir = clean
+		}
+	}
+	if e, ok := attr("cache"); ok {
+		var d hcl.Diagnostics
+		p.Cache, d = evalBool(e, ctx, "cache")
+		diags = append(diags, d...)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	p.Upstream = upstreamReads(rp, evaluated)
+	return p, diags
+}
+
+func evalCommand(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	v, diags := evalValue(e, ctx, "command")
+	if diags.HasErrors() {
+		return diags
+	}
+	if v.Type() == cty.String {
+		s := v.AsString()
+		if strings.TrimSpace(s) == "" {
+			return append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Empty command",
+				Detail:   "command must be a shell command string or a non-empty list of arguments.",
+				Subject:  e.Range().Ptr(),
+			})
+		}
+		p.Command, p.Shell = []string{"sh", "-c", s}, true
+		return diags
+	}
+	argv, d := evalStringList(e, ctx, "command")
+	diags = append(diags, d...)
+	if !d.HasErrors() && (len(argv) == 0 || argv[0] == "") {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Empty command",
+			Detail:   "command must be a shell command string or a non-empty list of arguments.",
+			Subject:  e.Range().Ptr(),
+		})
+	}
+	p.Command = argv
+	return diags
+}
+
+func evalInputs(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(s string, rng hcl.Range) {
+		if s == "" {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Empty input path",
+				Detail:   "Each input is a file, a directory or a glob pattern.",
+				Subject:  rng.Ptr(),
+			})
+			return
+		}
+		p.Inputs = append(p.Inputs, cleanRelPath(s))
+		p.InputRanges = append(p.InputRanges, rng)
+	}
+	if tup, ok := e.(*hclsyntax.TupleConsExpr); ok {
+		for _, item := range tup.Exprs {
+			s, d := evalString(item, ctx, "input")
+			diags = append(diags, d...)
+			if !d.HasErrors() {
+				add(s, item.Range())
+			}
+		}
+		return diags
+	}
+	list, d := evalStringList(e, ctx, "inputs")
+	diags = append(diags, d...)
+	for _, s := range list {
+		add(s, e.Range())
+	}
+	return diags
+}
+
+func evalOutputs(p *Phase, rp *rawPhase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	add := func(name, raw string, rng hcl.Range) {
+		clean, d := checkOutputPath(raw, rng)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			p.Outputs = append(p.Outputs, Output{Name: name, Path: clean})
+		}
+	}
+	switch x := e.(type) {
+	case *hclsyntax.TupleConsExpr:
+		for i, item := range x.Exprs {
+			s, d := evalString(item, ctx, "output")
+			diags = append(diags, d...)
+			if !d.HasErrors() {
+				add(strconv.Itoa(i), s, item.Range())
+			}
+		}
+		return diags
+	case *hclsyntax.ObjectConsExpr:
+		type kv struct {
+			name, path string
+			rng        hcl.Range
+		}
+		var items []kv
+		for _, item := range x.Items {
+			k, d := evalString(item.KeyExpr, ctx, "output name")
+			diags = append(diags, d...)
+			s, d2 := evalString(item.ValueExpr, ctx, "output "+k)
+			diags = append(diags, d2...)
+			if !d.HasErrors() && !d2.HasErrors() {
+				items = append(items, kv{k, s, item.ValueExpr.Range()})
+			}
+		}
+		sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
+		for _, it := range items {
+			add(it.name, it.path, it.rng)
+		}
+		return diags
+	}
+	v, d := evalValue(e, ctx, "outputs")
+	diags = append(diags, d...)
+	if d.HasErrors() {
+		return diags
+	}
+	t := v.Type()
+	switch {
+	case t.IsObjectType() || t.IsMapType():
+		m, err := convert.Convert(v, cty.Map(cty.String))
+		if err != nil {
+			return append(diags, typeError(e, "outputs", "a map or list of paths", err))
+		}
+		keys := []string{}
+		vals := map[string]string{}
+		for it := m.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			keys = append(keys, k.AsString())
+			vals[k.AsString()] = ev.AsString()
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			add(k, vals[k], e.Range())
+		}
+	default:
+		list, d := evalStringList(e, ctx, "outputs")
+		diags = append(diags, d...)
+		rp.listOutputs = true
+		for i, s := range list {
+			add(strconv.Itoa(i), s, e.Range())
+		}
+	}
+	return diags
+}
+
+// checkOutputPath cleans an output path and checks it lies inside the
+// workspace and outside cairn's own state directory.
+func checkOutputPath(raw string, rng hcl.Range) (string, hcl.Diagnostics) {
+	clean := cleanRelPath(raw)
+	switch {
+	case raw == "":
+		return "", hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Empty output path",
+			Detail:   "Each output is a file or directory path inside the workspace.",
+			Subject:  rng.Ptr(),
+		}}
+	case filepath.IsAbs(raw) || !filepath.IsLocal(filepath.FromSlash(clean)) || clean == ".":
+		return "", hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Output path outside the workspace",
+			Detail:   fmt.Sprintf("Output %q must be a relative path inside the workspace (the spec's directory), so that cairn can restore it from the cache. Write it to a path below the spec's directory.", raw),
+			Subject:  rng.Ptr(),
+		}}
+	case clean == ".cairn" || strings.HasPrefix(clean, ".cairn/"):
+		return "", hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Output path in cairn's state directory",
+			Detail:   fmt.Sprintf("Output %q lies in .cairn/, which holds cairn's own state. Choose another path.", raw),
+			Subject:  rng.Ptr(),
+		}}
+	}
+	return clean, nil
+}
+
+func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	v, diags := evalValue(e, ctx, "params")
+	if diags.HasErrors() {
+		return diags
+	}
+	if !v.Type().IsObjectType() && !v.Type().IsMapType() {
+		return append(diags, typeError(e, "params", "a map", fmt.Errorf("got %s", v.Type().FriendlyName())))
+	}
+	for it := v.ElementIterator(); it.Next(); {
+		k, ev := it.Element()
+		js, err := canonicalJSON(ev)
+		if err != nil {
+			diags = append(diags, typeError(e, "params."+k.AsString(), "a JSON-representable value", err))
+			continue
+		}
+		p.Params[k.AsString()] = js
+	}
+	return diags
+}
+
+// upstreamReads turns a phase's references into the output paths it reads
+// from each upstream phase (nil = all of them).
+func upstreamReads(rp *rawPhase, evaluated map[string]*Phase) map[string][]string {
+	all := map[string]bool{}
+	paths := map[string]map[string]bool{}
+	note := func(r phaseRef) {
+		up := evaluated[r.phase]
+		if up == nil {
+			return
+		}
+		if r.output == "" {
+			all[r.phase] = true
+			return
+		}
+		for _, o := range up.Outputs {
+			if o.Name == r.output {
+				if paths[r.phase] == nil {
+					paths[r.phase] = map[string]bool{}
+				}
+				paths[r.phase][o.Path] = true
+			}
+		}
+	}
+	for _, r := range rp.refs {
+		note(r)
+	}
+	for _, r := range rp.deps {
+		all[r.phase] = true
+	}
+	out := map[string][]string{}
+	for ph := range all {
+		out[ph] = nil
+	}
+	for ph, set := range paths {
+		if all[ph] {
+			continue
+		}
+		list := make([]string, 0, len(set))
+		for p := range set {
+			list = append(list, p)
+		}
+		sort.Strings(list)
+		out[ph] = list
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package spec
+
+import (
+	"github.com/cairn-run/cairn/dag"
+	"github.com/hashicorp/hcl/v2"
+)
+
+// Spec is an evaluated experiment file.
+type Spec struct {
+	// File is the spec's path as given; Dir is the absolute workspace
+	// directory (the spec's directory). Every relative path in the model is
+	// relative to Dir and slash-separated.
+	File string
+	Dir  string
+	// Hash is the SHA-256 (hex) of the spec file's bytes.
+	Hash string
+
+	Experiment Experiment
+	Variables  map[string]string // each variable's value, rendered for display
+
+	// Phases in declaration order.
+	Phases []*Phase
+	// Graph holds every phase address as a vertex, with an edge from each
+	// upstream phase to its dependents.
+	Graph *dag.Graph
+
+	byAddr map[string]*Phase
+}
+
+// Phase returns the phase with the given address, or nil.
+func (s *Spec) Phase(addr string) *Phase { return s.byAddr[addr] }
+
+// Addrs returns every phase address in declaration order.
+func (s *Spec) Addrs() []string {
+	out := make([]string, len(s.Phases))
+	for i, p := range s.Phases {
+		out[i] = p.Addr
+	}
+	return out
+}
+
+// Experiment holds the settings of the experiment block.
+type Experiment struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Concurrency is the default number of phases run at once; 0 means
+	// "number of CPUs".
+	Concurrency int `json:"concurrency,omitempty"`
+	// CacheDir is the cache directory from cache { dir }, made absolute
+	// against the workspace, or "" when not set.
+	CacheDir string `json:"cache_dir,omitempty"`
+}
+
+// Phase is one evaluated phase.
+type Phase struct {
+	// Addr is the phase's address: its name.
+	Addr        string
+	Description string
+
+	// Command is the argv to execute. A string command becomes
+	// ["sh", "-c", string] and Shell is true.
+	Command []string
+	Shell   bool
+
+	// Inputs are cleaned slash paths or glob patterns (with **), relative
+	// to the workspace unless absolute.
+	Inputs []string
+	// Outputs are the declared outputs in declaration order (map outputs
+	// sorted by name).
+	Outputs []Output
+
+	// Params are canonical JSON values by name.
+	Params map[string]string
+	// Env holds declared environment variables (hashed into the key).
+	Env map[string]string
+	// SecretEnv and PassEnv are names passed through from the caller; they
+	// never enter a key, a log or state.
+	SecretEnv []string
+	PassEnv   []string
+
+	// Workdir is the directory the command runs in, relative to the
+	// workspace ("." by default).
+	Workdir string
+	// Cache is false for phases that must always run.
+	Cache bool
+
+	// Upstream lists, per upstream phase address, the output paths this
+	// phase reads from it; a nil slice means all of that phase's outputs
+	// (depends_on, or a reference to the whole outputs object).
+	Upstream map[string][]string
+
+	// DeclRange is the range of the phase block's header, for diagnostics.
+	DeclRange hcl.Range
+	// InputRanges holds the source range of each entry of Inputs, or of the
+	// whole inputs attribute when entries have no range of their own.
+	InputRanges []hcl.Range
+}
+
+// Output is one declared output.
+type Output struct {
+	// Name is the map key, or the decimal index for list outputs.
+	Name string `json:"name"`
+	// Path is a cleaned, slash-separated path inside the workspace.
+	Path string `json:"path"`
+}
+
+// OutputPaths returns the phase's output paths in declaration order.
+func (p *Phase) OutputPaths() []string {
+	out := make([]string, len(p.Outputs))
+	for i, o := range p.Outputs {
+		out[i] = o.Path
+	}
+	return out
+}

@@ -1,0 +1,313 @@
+package spec
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/dag"
+)
+
+var phaseSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "command", Required: true},
+		{Name: "description"},
+		{Name: "inputs"},
+		{Name: "outputs"},
+		{Name: "params"},
+		{Name: "env"},
+		{Name: "secret_env"},
+		{Name: "pass_env"},
+		{Name: "depends_on"},
+		{Name: "workdir"},
+		{Name: "cache"},
+	},
+}
+
+// rawPhase is a phase block decoded into expressions, before evaluation.
+type rawPhase struct {
+	name  string
+	block *hcl.Block
+	attrs hcl.Attributes
+	refs  []phaseRef // from every attribute but depends_on
+	deps  []phaseRef // from depends_on
+
+	listOutputs bool // outputs evaluated to a list
+}
+
+// phaseRef is one reference to another phase. output is the output name
+// read, or "" when the reference takes all outputs.
+type phaseRef struct {
+	phase  string
+	output string
+	rng    hcl.Range
+}
+
+var envNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	raws := map[string]*rawPhase{}
+	var order []*rawPhase
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if !hclsyntax.ValidIdentifier(name) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid phase name",
+				Detail:   "A phase name must start with a letter or underscore and hold only letters, digits, underscores and dashes, so that phase.NAME can refer to it.",
+				Subject:  b.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
+		if prev, ok := raws[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate phase name",
+				Detail:   fmt.Sprintf("A phase named %q was already declared at %s. Phase names must be unique; rename one of them.", name, prev.block.DefRange),
+				Subject:  b.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
+		content, d := b.Body.Content(phaseSchema)
+		diags = append(diags, d...)
+		rp := &rawPhase{name: name, block: b, attrs: content.Attributes}
+		raws[name] = rp
+		order = append(order, rp)
+	}
+	names := make([]string, 0, len(order))
+	for _, rp := range order {
+		names = append(names, rp.name)
+	}
+	sort.Strings(names)
+
+	// Collect references and order phases by them.
+	var refGraph dag.Graph
+	for _, rp := range order {
+		refGraph.Add(rp.name)
+		for attrName, a := range rp.attrs {
+			if attrName == "depends_on" {
+				deps, d := decodeDependsOn(a.Expr, raws, names)
+				diags = append(diags, d...)
+				rp.deps = deps
+				continue
+			}
+			refs, d := collectRefs(a.Expr, raws, names)
+			diags = append(diags, d...)
+			rp.refs = append(rp.refs, refs...)
+		}
+		for _, r := range append(append([]phaseRef(nil), rp.refs...), rp.deps...) {
+			if r.phase == rp.name {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Phase refers to itself",
+					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs.", rp.name),
+					Subject:  r.rng.Ptr(),
+				})
+				continue
+			}
+			refGraph.Connect(r.phase, rp.name)
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	evalOrder, err := refGraph.TopoOrder()
+	if err != nil {
+		return append(diags, cycleDiagnostic(err, raws))
+	}
+
+	// Evaluate phases in dependency order.
+	values := map[string]cty.Value{}
+	evaluated := map[string]*Phase{}
+	for _, name := range evalOrder {
+		rp := raws[name]
+		p, d := evalPhase(rp, sc, values, evaluated, s.Dir)
+		diags = append(diags, d...)
+		if p == nil {
+			values[name] = cty.DynamicVal
+			continue
+		}
+		evaluated[name] = p
+		values[name] = phaseValue(p, rp)
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+
+	s.byAddr = map[string]*Phase{}
+	for _, rp := range order {
+		p := evaluated[rp.name]
+		s.Phases = append(s.Phases, p)
+		s.byAddr[p.Addr] = p
+	}
+	diags = append(diags, linkPhases(s, raws)...)
+	return diags
+}
+
+// collectRefs finds every phase.NAME[.outputs[.KEY]] traversal in expr.
+func collectRefs(expr hcl.Expression, raws map[string]*rawPhase, names []string) ([]phaseRef, hcl.Diagnostics) {
+	var refs []phaseRef
+	var diags hcl.Diagnostics
+	for _, tr := range expr.Variables() {
+		if tr.RootName() != "phase" {
+			continue
+		}
+		if len(tr) < 2 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid phase reference",
+				Detail:   "A reference to a phase is written phase.NAME, for example phase.prepare.outputs.data.",
+				Subject:  tr.SourceRange().Ptr(),
+			})
+			continue
+		}
+		step, ok := tr[1].(hcl.TraverseAttr)
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid phase reference",
+				Detail:   "A reference to a phase is written phase.NAME, for example phase.prepare.outputs.data.",
+				Subject:  tr.SourceRange().Ptr(),
+			})
+			continue
+		}
+		if _, ok := raws[step.Name]; !ok {
+			diags = append(diags, undeclaredPhase(step.Name, names, tr.SourceRange()))
+			continue
+		}
+		ref := phaseRef{phase: step.Name, rng: tr.SourceRange()}
+		if len(tr) >= 4 {
+			if a, ok := tr[2].(hcl.TraverseAttr); ok && a.Name == "outputs" {
+				switch k := tr[3].(type) {
+				case hcl.TraverseAttr:
+					ref.output = k.Name
+				case hcl.TraverseIndex:
+					ref.output = displayKey(k.Key)
+				}
+			}
+		}
+		refs = append(refs, ref)
+	}
+	return refs, diags
+}
+
+func displayKey(v cty.Value) string {
+	if v.Type() == cty.String {
+		return v.AsString()
+	}
+	if v.Type() == cty.Number {
+		return v.AsBigFloat().Text('f', -1)
+	}
+	return displayValue(v)
+}
+
+func undeclaredPhase(name string, names []string, rng hcl.Range) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Reference to undeclared phase",
+		Detail:   fmt.Sprintf("There is no phase named %q.%s", name, didYouMean(name, names)),
+		Subject:  rng.Ptr(),
+	}
+}
+
+func decodeDependsOn(expr hcl.Expression, raws map[string]*rawPhase, names []string) ([]phaseRef, hcl.Diagnostics) {
+	exprs, diags := hcl.ExprList(expr)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	var out []phaseRef
+	for _, e := range exprs {
+		tr, d := hcl.AbsTraversalForExpr(e)
+		if d.HasErrors() || tr.RootName() != "phase" || len(tr) != 2 {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid depends_on entry",
+				Detail:   "Each entry of depends_on is a phase reference such as phase.prepare.",
+				Subject:  e.Range().Ptr(),
+			})
+			continue
+		}
+		step, ok := tr[1].(hcl.TraverseAttr)
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid depends_on entry",
+				Detail:   "Each entry of depends_on is a phase reference such as phase.prepare.",
+				Subject:  e.Range().Ptr(),
+			})
+			continue
+		}
+		if _, ok := raws[step.Name]; !ok {
+			diags = append(diags, undeclaredPhase(step.Name, names, tr.SourceRange()))
+			continue
+		}
+		out = append(out, phaseRef{phase: step.Name, rng: e.Range()})
+	}
+	return out, diags
+}
+
+func cycleDiagnostic(err error, raws map[string]*rawPhase) *hcl.Diagnostic {
+	d := &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Dependency cycle between phases",
+		Detail:   fmt.Sprintf("%v. Phases cannot depend on each other in a loop; remove one of the references.", err),
+	}
+	if ce, ok := err.(*dag.CycleError); ok && len(ce.Cycles) > 0 && len(ce.Cycles[0]) > 0 {
+		if rp, ok := raws[ce.Cycles[0][0]]; ok {
+			d.Subject = rp.block.DefRange.Ptr()
+		}
+	}
+	return d
+}
+
+// phaseValue is what phase.NAME evaluates to in expressions.
+func phaseValue(p *Phase, rp *rawPhase) cty.Value {
+	var outputs cty.Value
+	if len(p.Outputs) == 0 {
+		outputs = cty.EmptyObjectVal
+	} else if isListOutputs(rp) {
+		vals := make([]cty.Value, len(p.Outputs))
+		for i, o := range p.Outputs {
+			vals[i] = cty.StringVal(o.Path)
+		}
+		outputs = cty.TupleVal(vals)
+	} else {
+		m := map[string]cty.Value{}
+		for _, o := range p.Outputs {
+			m[o.Name] = cty.StringVal(o.Path)
+		}
+		outputs = cty.ObjectVal(m)
+	}
+	return cty.ObjectVal(map[string]cty.Value{
+		"name":    cty.StringVal(p.Addr),
+		"outputs": outputs,
+	})
+}
+
+func isListOutputs(rp *rawPhase) bool {
+	a, ok := rp.attrs["outputs"]
+	if !ok {
+		return false
+	}
+	_, ok = a.Expr.(*hclsyntax.TupleConsExpr)
+	return ok || rp.listOutputs
+}
+
+// cleanRelPath cleans a workspace path given in a spec.
+func cleanRelPath(p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.ToSlash(filepath.Clean(p))
+	}
+	return path.Clean(filepath.ToSlash(p))
+}
+
+// hasMeta reports whether p holds glob metacharacters.
+func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }

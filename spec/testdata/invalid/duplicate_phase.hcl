@@ -1,0 +1,7 @@
+phase "a" {
+  command = "true"
+}
+
+phase "a" { # ERROR: Duplicate phase name
+  command = "true"
+}

@@ -1,0 +1,3 @@
+phase "a" { # ERROR: Missing required argument
+  outputs = ["x"]
+}

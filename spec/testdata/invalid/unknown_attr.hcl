@@ -1,0 +1,4 @@
+phase "a" {
+  command = "true"
+  ouputs  = ["x"] # ERROR: Unsupported argument
+}

@@ -1,0 +1,7 @@
+phase "a" {
+  command = "true"
+}
+
+phsae "b" { # ERROR: Unsupported block type
+  command = "true"
+}

@@ -1,0 +1,4 @@
+phase "hello" {
+  command = "echo hello > out.txt"
+  outputs = ["out.txt"]
+}

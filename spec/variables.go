@@ -1,0 +1,168 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/typeexpr"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+)
+
+var variableSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "type"},
+		{Name: "default"},
+		{Name: "description"},
+	},
+}
+
+// variable is a decoded variable block before its value is chosen.
+type variable struct {
+	name     string
+	typ      cty.Type // cty.DynamicPseudoType when not constrained
+	def      cty.Value
+	hasDef   bool
+	declared hcl.Range
+}
+
+// decodeVariables decodes variable blocks and picks each value: -var
+// first, then CAIRN_VAR_NAME from the environment, then the default.
+func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string) (string, bool)) (map[string]cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	decl := map[string]*variable{}
+	var names []string
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if !hclsyntax.ValidIdentifier(name) {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid variable name",
+				Detail:   "A variable name must start with a letter or underscore and hold only letters, digits, underscores and dashes.",
+				Subject:  b.LabelRanges[0].Ptr(),
+			})
+			continue
+		}
+		if prev, ok := decl[name]; ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Duplicate variable",
+				Detail:   fmt.Sprintf("Variable %q was already declared at %s. Each variable name must be unique.", name, prev.declared),
+				Subject:  b.DefRange.Ptr(),
+			})
+			continue
+		}
+		v := &variable{name: name, typ: cty.DynamicPseudoType, declared: b.DefRange}
+		content, d := b.Body.Content(variableSchema)
+		diags = append(diags, d...)
+		if a, ok := content.Attributes["type"]; ok {
+			t, d := typeexpr.TypeConstraint(a.Expr)
+			diags = append(diags, d...)
+			if !d.HasErrors() {
+				v.typ = t
+			}
+		}
+		if a, ok := content.Attributes["default"]; ok {
+			val, d := a.Expr.Value(nil)
+			diags = append(diags, d...)
+			if !d.HasErrors() {
+				conv, err := convert.Convert(val, v.typ)
+				if err != nil {
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Invalid default value for variable",
+						Detail:   fmt.Sprintf("The default of %q does not match its type: %v.", name, err),
+						Subject:  a.Expr.Range().Ptr(),
+					})
+				} else {
+					v.def, v.hasDef = conv, true
+				}
+			}
+		}
+		decl[name] = v
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	values := map[string]cty.Value{}
+	fromCLI := map[string]string{}
+	for _, kv := range cli {
+		if _, ok := decl[kv.Name]; !ok {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Value for undeclared variable",
+				Detail:   fmt.Sprintf("-var %s=... names no variable of this experiment.%s Declare it with a variable %q block.", kv.Name, didYouMean(kv.Name, names), kv.Name),
+			})
+			continue
+		}
+		fromCLI[kv.Name] = kv.Value
+	}
+	for _, name := range names {
+		v := decl[name]
+		raw, source := fromCLI[name], "-var "+name
+		ok := false
+		if _, set := fromCLI[name]; set {
+			ok = true
+		} else if lookupEnv != nil {
+			raw, ok = lookupEnv("CAIRN_VAR_" + name)
+			source = "CAIRN_VAR_" + name
+		}
+		switch {
+		case ok:
+			val, d := parseVarValue(v, raw, source)
+			diags = append(diags, d...)
+			values[name] = val
+		case v.hasDef:
+			values[name] = v.def
+		default:
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "No value for required variable",
+				Detail:   fmt.Sprintf("Variable %q has no default. Set it with -var %s=VALUE or the environment variable CAIRN_VAR_%s.", name, name, name),
+				Subject:  v.declared.Ptr(),
+			})
+			values[name] = cty.DynamicVal
+		}
+	}
+	return values, diags
+}
+
+// parseVarValue reads a value given as text. A string-typed (or untyped,
+// string-defaulted) variable takes the text as is; any other type parses
+// it as an HCL expression, as Terraform does.
+func parseVarValue(v *variable, raw, source string) (cty.Value, hcl.Diagnostics) {
+	want := v.typ
+	if want == cty.DynamicPseudoType && v.hasDef && v.def.Type() != cty.String {
+		want = v.def.Type()
+	}
+	if want == cty.DynamicPseudoType || want == cty.String {
+		return cty.StringVal(raw), nil
+	}
+	expr, diags := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
+	if diags.HasErrors() {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s: cannot parse %q as %s: %s.", source, raw, want.FriendlyName(), diags[0].Summary),
+		}}
+	}
+	val, diags := expr.Value(nil)
+	if diags.HasErrors() {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s: %q is not a valid %s: %s. Quote strings and write lists as [\"a\", \"b\"].", source, raw, want.FriendlyName(), diags[0].Detail),
+		}}
+	}
+	conv, err := convert.Convert(val, want)
+	if err != nil {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s: %q is not a valid %s: %v.", source, raw, want.FriendlyName(), err),
+		}}
+	}
+	return conv, nil
+}
