@@ -96,6 +96,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	e.recoverStaleRun()
+	if err := writeFileAtomic(e.ws.currentFile(), []byte(runID+"\n"), 0o644, false); err != nil {
+		return nil, err
+	}
 
 	r := &runner{
 		e:       e,
@@ -180,6 +184,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if err := e.lastKeys.save(); err != nil {
 		errs = append(errs, err)
 	}
+	_ = os.Remove(e.ws.currentFile())
 	r.res.Status = status
 	r.res.Duration = end.Sub(start)
 	return r.res, errors.Join(errs...)

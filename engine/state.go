@@ -137,13 +137,21 @@ func (sf *stateFile) phase(addr string, fn func(*PhaseState)) {
 
 func (sf *stateFile) write(durable bool) error {
 	sf.mu.Lock()
-	b, err := json.MarshalIndent(sf.st, "", "  ")
+	b, err := marshalState(sf.st)
 	sf.dirty = false
 	sf.mu.Unlock()
 	if err != nil {
-		return fmt.Errorf("encode state: %w", err)
+		return err
 	}
-	return writeFileAtomic(sf.path, append(b, '\n'), 0o600, durable)
+	return writeFileAtomic(sf.path, b, 0o600, durable)
+}
+
+func marshalState(st *RunState) ([]byte, error) {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
 // Close stops the background loop and writes the final state durably.

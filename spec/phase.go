@@ -77,7 +77,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			continue
 		}
 		content, d := b.Body.Content(phaseSchema)
-		diags = append(diags, d...)
+		diags = append(diags, betterSuggestions(d, phaseSchema)...)
 		rp := &rawPhase{name: name, block: b, attrs: content.Attributes}
 		raws[name] = rp
 		order = append(order, rp)

@@ -2,8 +2,10 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/agext/levenshtein"
+	"github.com/hashicorp/hcl/v2"
 )
 
 // nameSuggestion returns the candidate closest to given, or "" when none
@@ -24,4 +26,27 @@ func didYouMean(given string, candidates []string) string {
 		return fmt.Sprintf(" Did you mean %q?", s)
 	}
 	return ""
+}
+
+var unsupportedArg = regexp.MustCompile(`^An argument named "([^"]+)" is not expected here\.`)
+
+// betterSuggestions replaces HCL's "Did you mean" for unsupported
+// arguments with the closest schema name by edit distance (HCL's own pick
+// can be a farther name).
+func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagnostics {
+	names := make([]string, len(schema.Attributes))
+	for i, a := range schema.Attributes {
+		names[i] = a.Name
+	}
+	for _, d := range diags {
+		if d.Summary != "Unsupported argument" {
+			continue
+		}
+		m := unsupportedArg.FindStringSubmatch(d.Detail)
+		if m == nil {
+			continue
+		}
+		d.Detail = m[0] + didYouMean(m[1], names)
+	}
+	return diags
 }

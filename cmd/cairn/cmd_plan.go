@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -56,7 +58,8 @@ func runPlan(g *globals, opts planOptions, targets, force []string, out io.Write
 // writePlan renders a plan as aligned text: action, phase, first reason,
 // further reasons on their own lines, then the count line.
 func writePlan(w io.Writer, plan *engine.PlanResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	for _, d := range plan.Decisions {
 		first := ""
 		if len(d.Reasons) > 0 {
@@ -68,5 +71,8 @@ func writePlan(w io.Writer, plan *engine.PlanResult) {
 		}
 	}
 	tw.Flush()
+	for _, line := range strings.SplitAfter(buf.String(), "\n") {
+		io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n")))
+	}
 	fmt.Fprintf(w, "\n%d to run, %d cached, %d to restore\n", plan.Run, plan.Cached, plan.Restore)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 
@@ -51,7 +52,7 @@ func Main() int {
 	defer stop()
 	g := &globals{stderr: os.Stderr}
 	root := newRootCommand(g)
-	root.SetArgs(os.Args[1:])
+	root.SetArgs(terraformStyleFlags(os.Args[1:]))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK
@@ -145,8 +146,18 @@ func writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.
 	if f, ok := w.(*os.File); ok && os.Getenv("NO_COLOR") == "" {
 		color = isatty.IsTerminal(f.Fd())
 	}
-	dw := hcl.NewDiagnosticTextWriter(w, files, 100, color)
-	_ = dw.WriteDiagnostics(diags)
+	sorted := append(hcl.Diagnostics(nil), diags...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := sorted[i].Subject, sorted[j].Subject
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
+		}
+		return a.Start.Byte < b.Start.Byte
+	})
+	(&diagWriter{w: w, files: files, color: color}).write(sorted)
 }
 
 // loadSpec reads the spec named by -f with the -var values.
@@ -203,4 +214,23 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 		return nil, nil, fmt.Errorf("open cache: %w", err)
 	}
 	return s, engine.New(s, c, engine.Config{Reporter: rep}), nil
+}
+
+// terraformStyleFlags accepts Terraform's single-dash -var and -var-file
+// by rewriting them to the double-dash form the flag parser knows.
+func terraformStyleFlags(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		for _, name := range []string{"-var", "-var-file"} {
+			if a == name || strings.HasPrefix(a, name+"=") {
+				a = "-" + a
+			}
+		}
+		if a == "--" {
+			copy(out[i:], args[i:])
+			return out
+		}
+		out[i] = a
+	}
+	return out
 }

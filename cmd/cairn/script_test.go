@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"cairn": func() { os.Exit(Main()) },
+	})
+}
+
+func TestScript(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata/script",
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") != "",
+		Setup: func(e *testscript.Env) error {
+			// Hermetic: each script has its own cache and no colour.
+			e.Setenv("CAIRN_CACHE_DIR", filepath.Join(e.WorkDir, ".cache"))
+			e.Setenv("NO_COLOR", "1")
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfor": cmdWaitFor,
+		},
+	})
+}
+
+// cmdWaitFor waits until a file exists: waitfor FILE [TIMEOUT]. It is how
+// scripts synchronise with a phase running in the background (the phase
+// creates the file), never a fixed sleep.
+func cmdWaitFor(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: waitfor FILE [TIMEOUT]")
+	}
+	timeout := 60 * time.Second
+	if len(args) > 1 {
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		timeout = d
+	}
+	path := ts.MkAbs(args[0])
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("waitfor %s: not there after %s", args[0], timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
