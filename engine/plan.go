@@ -82,6 +82,12 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 		}
 		res.Decisions = append(res.Decisions, d)
 	}
+	// Remember the digests hashed while planning, so the run that follows
+	// does not read the inputs again. The memory only holds hints checked
+	// against each file's stat, so saving it needs no lock.
+	if err := e.ws.Init(); err == nil {
+		_ = e.mem.Save()
+	}
 	return res, nil
 }
 

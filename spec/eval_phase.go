@@ -17,7 +17,13 @@ import (
 // returns nil when the phase has errors.
 func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated map[string]*Phase, dir string) (*Phase, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
-	ctx := sc.evalContext(phases)
+	// Only the phases this one refers to go into its context: building an
+	// object of every phase for every phase would make loading quadratic.
+	refd := map[string]cty.Value{}
+	for _, r := range rp.refs {
+		refd[r.phase] = phases[r.phase]
+	}
+	ctx := sc.evalContext(refd)
 	p := &Phase{
 		Addr:      rp.name,
 		Workdir:   ".",
