@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -44,21 +43,25 @@ func (c *Dir) putEntryBytes(key ActionID, b []byte) error {
 		return err
 	}
 	dst := c.entryPath(key)
-	for try := 0; ; try++ {
+	for try := 0; try < 3; try++ {
 		existed, err := publish(t, dst)
 		if err != nil {
 			return err
 		}
-		if existed {
-			if _, err := c.getEntry(key); err == nil || errors.Is(err, errNewerEntry) || try > 0 {
-				return nil // keep it: first writer wins
-			} else if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			continue // the bad entry is in quarantine now (or gone): publish ours
+		if !existed {
+			return syncDir(filepath.Dir(dst))
 		}
-		return syncDir(filepath.Dir(dst))
+		_, err = c.getEntry(key)
+		switch {
+		case err == nil, errors.Is(err, errNewerEntry):
+			return nil // keep it: first writer wins
+		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
+			continue // moved to quarantine (or gone): publish ours
+		default:
+			return err
+		}
 	}
+	return errors.New("an invalid entry is in the way and could not be moved")
 }
 
 // checkRefs returns an error wrapping ErrNotFound for the first blob e
@@ -126,9 +129,13 @@ func (c *Dir) getEntry(key ActionID) (*Entry, error) {
 }
 
 func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err error) {
-	f, err := os.Open(c.entryPath(key))
+	p := c.entryPath(key)
+	f, err := openObject(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ErrNotFound
+	}
+	if errors.Is(err, errNotRegular) {
+		return nil, false, c.quarantinePath("entry", key.String(), p, errNotRegular)
 	}
 	if err != nil {
 		return nil, false, err

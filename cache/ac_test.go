@@ -253,3 +253,27 @@ func replaceFile(t *testing.T, p string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+func TestGetEntrySymlink(t *testing.T) {
+	c := newDir(t)
+	e := putSample(t, c)
+	good, err := EncodeEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := writeFile(t, good)
+	p := c.entryPath(e.Key)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.Symlink(elsewhere, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetEntry(e.Key); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("GetEntry through a symlink = %v, want ErrCorrupt", err)
+	}
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+		t.Errorf("entry after PutEntry: %v, %v; want a regular file", st, err)
+	}
+}

@@ -24,6 +24,32 @@ const (
 	tempPerm fs.FileMode = 0o666
 )
 
+// errNotRegular reports a cache object path that holds a symlink, FIFO,
+// directory or device instead of a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// openObject opens a cache object for reading without following a symlink
+// or blocking on a FIFO planted in its place (by a careless or hostile
+// writer of a shared cache), and checks it is a regular file.
+func openObject(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 // tempFile is a file being written that no reader can see yet.
 type tempFile struct {
 	f    *os.File

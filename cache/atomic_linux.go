@@ -7,6 +7,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// openNoFollow makes openObject refuse symlinks (ELOOP) and not block on
+// FIFOs.
+const openNoFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
+
 // renameNoReplace renames src to dst unless dst exists, for filesystems
 // without hard links. existed reports that dst was already there (src is
 // then left in place for the caller to remove).

@@ -7,6 +7,9 @@ import (
 	"os"
 )
 
+// openNoFollow: elsewhere openObject relies on its regular-file check.
+const openNoFollow = 0
+
 // renameNoReplace is unavailable off Linux: a plain rename could replace an
 // existing object, which the write-once rule forbids.
 func renameNoReplace(src, dst string) (existed bool, err error) {

@@ -57,7 +57,7 @@ func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
 // (and, when raw, of the right size) it writes nothing. When it returns nil, the blob is durable.
 func (c *Dir) PutBytes(b []byte) (Digest, error) {
 	d := HashBytes(b)
-	if p, ok := c.statBlob(d); ok && c.plausibleBlob(p, d, int64(len(b))) {
+	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), int64(len(b))) {
 		return d, nil
 	}
 	got, _, err := c.put(bytes.NewReader(b), int64(len(b)))
@@ -120,6 +120,11 @@ func (c *Dir) put(r io.Reader, want int64) (Digest, int64, error) {
 	if want >= 0 && n != want {
 		return Digest{}, 0, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 	}
+	// A blob already present needs no fsync of a copy that will be thrown
+	// away: content-addressed objects are write-once.
+	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
+		return d, n, nil
+	}
 	if err := t.commit(); err != nil {
 		return Digest{}, 0, err
 	}
@@ -129,39 +134,54 @@ func (c *Dir) put(r io.Reader, want int64) (Digest, int64, error) {
 	return d, n, nil
 }
 
-// publishBlob links the committed temp file into cas/ as blob d, keeping an
-// existing copy (raw or compressed) unless it is visibly broken, then syncs
-// the shard directory.
+// publishBlob links the committed temp file into cas/ as blob d and syncs
+// the shard directory. An existing copy (raw or compressed) is kept unless
+// it is visibly broken, in which case it is quarantined and replaced.
 func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) error {
 	dst := c.blobPath(d, compressed)
-	for try := 0; ; try++ {
-		if p, ok := c.statBlob(d); ok {
-			if try == 0 && !c.plausibleBlob(p, d, size) {
-				c.quarantinePath("blob", d.String(), p, errors.New("wrong size"))
-				continue
+	for try := 0; try < 3; try++ {
+		if p, st, ok := c.lstatBlob(d); ok {
+			if plausibleBlob(st, p == c.blobPath(d, false), size) {
+				return nil // keep the existing copy: first writer wins
 			}
-			return nil // keep the existing copy; nothing of ours was published
+			c.quarantine("blob", d.String(), p, st, fmt.Errorf("found %v of %d bytes", st.Mode().Type(), st.Size()))
+			continue
 		}
 		existed, err := publish(t, dst)
 		if err != nil {
 			return err
 		}
-		if existed && try == 0 {
-			continue // check what won the race
+		if !existed {
+			return syncDir(filepath.Dir(dst))
 		}
-		return syncDir(filepath.Dir(dst))
+		// Lost a race; check what won on the next turn.
 	}
+	return errors.New("a damaged copy is in the way and could not be moved")
 }
 
-// plausibleBlob is the cheap check made before trusting an existing blob: a
-// raw blob must have the content's size. Compressed blobs are checked on
-// read.
-func (c *Dir) plausibleBlob(p string, d Digest, size int64) bool {
-	if p != c.blobPath(d, false) {
-		return true
+// lstatBlob returns whatever is at blob d's raw path, else at its
+// compressed path, whether or not it looks valid.
+func (c *Dir) lstatBlob(d Digest) (string, fs.FileInfo, bool) {
+	for _, compressed := range []bool{false, true} {
+		p := c.blobPath(d, compressed)
+		if st, err := os.Lstat(p); err == nil {
+			return p, st, true
+		}
 	}
-	st, err := os.Lstat(p)
-	return err == nil && st.Size() == size
+	return "", nil, false
+}
+
+// plausibleBlob is the cheap check made before trusting an existing blob:
+// a regular file, of the content's size if raw, not empty if compressed.
+// Compressed blobs are fully checked on read.
+func plausibleBlob(st fs.FileInfo, raw bool, size int64) bool {
+	if !st.Mode().IsRegular() {
+		return false
+	}
+	if raw {
+		return st.Size() == size
+	}
+	return st.Size() > 0
 }
 
 // HasBlob reports whether blob d is present. It only stats files; the blob
@@ -189,12 +209,18 @@ func (c *Dir) statBlob(d Digest) (string, bool) {
 	return "", false
 }
 
-// openBlob opens blob d, raw if present, else compressed.
+// openBlob opens blob d, raw if present, else compressed. Something other
+// than a regular file at either path is quarantined and reported as a
+// *CorruptError.
 func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
 	for _, compressed := range []bool{false, true} {
-		f, err := os.Open(c.blobPath(d, compressed))
+		p := c.blobPath(d, compressed)
+		f, err := openObject(p)
 		if err == nil {
 			return f, compressed, nil
+		}
+		if errors.Is(err, errNotRegular) {
+			return nil, false, c.quarantinePath("blob", d.String(), p, errNotRegular)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, false, err

@@ -116,24 +116,43 @@ func TestPutWriteOnce(t *testing.T) {
 	assertNoTemps(t, c)
 }
 
-func TestPutReplacesTruncatedBlob(t *testing.T) {
-	c := newDir(t)
+func TestPutRepairsDamagedCopy(t *testing.T) {
 	content := randomBytes(t, 5000)
-	d := HashBytes(content)
-	p := c.blobPath(d, false)
-	os.MkdirAll(filepath.Dir(p), 0o755)
-	if err := os.WriteFile(p, content[:100], 0o444); err != nil { // a torn write from elsewhere
-		t.Fatal(err)
+	tests := map[string]func(p string) error{
+		"truncated":  func(p string) error { return os.WriteFile(p, content[:100], 0o444) },
+		"empty file": func(p string) error { return os.WriteFile(p, nil, 0o444) },
+		"directory":  func(p string) error { return os.Mkdir(p, 0o755) },
+		"symlink":    func(p string) error { return os.Symlink("/etc/passwd", p) },
 	}
-	if _, err := c.PutBytes(content); err != nil {
-		t.Fatal(err)
-	}
-	got, err := c.ReadBlob(d)
-	if err != nil || !bytes.Equal(got, content) {
-		t.Fatalf("ReadBlob after repairing put = %d bytes, %v", len(got), err)
-	}
-	if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 1 {
-		t.Errorf("quarantine/ holds %q, want the truncated blob", q)
+	for name, plant := range tests {
+		for _, via := range []string{"PutBytes", "PutReader"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				c := newDir(t)
+				d := HashBytes(content)
+				p := c.blobPath(d, false)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := plant(p); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if via == "PutBytes" {
+					_, err = c.PutBytes(content)
+				} else {
+					_, _, err = c.PutReader(bytes.NewReader(content))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := c.ReadBlob(d)
+				if err != nil || !bytes.Equal(got, content) {
+					t.Fatalf("ReadBlob after repairing put = %d bytes, %v", len(got), err)
+				}
+				if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 1 {
+					t.Errorf("quarantine/ holds %q, want the damaged copy", q)
+				}
+				assertNoTemps(t, c)
+			})
+		}
 	}
 }
 
@@ -247,8 +266,8 @@ func TestCorruptBlob(t *testing.T) {
 
 func TestPutConcurrentSameContent(t *testing.T) {
 	for name, content := range map[string][]byte{
-		"random": randomBytes(t, 3<<20),
-		"text":   textBytes(3 << 20),
+		"random": randomBytes(t, 1<<20+5),
+		"text":   textBytes(1<<20 + 5),
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := newDir(t)
@@ -331,5 +350,39 @@ func assertNoTemps(t *testing.T, c *Dir) {
 	t.Helper()
 	if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
 		t.Errorf("tmp/ holds %q, want empty", got)
+	}
+}
+
+func TestReadBlobNotRegular(t *testing.T) {
+	secret := writeFile(t, []byte("secret"))
+	tests := map[string]func(p string) error{
+		"symlink":   func(p string) error { return os.Symlink(secret, p) },
+		"fifo":      func(p string) error { return syscall.Mkfifo(p, 0o644) },
+		"directory": func(p string) error { return os.Mkdir(p, 0o755) },
+	}
+	for name, plant := range tests {
+		for _, via := range []string{"ReadBlob", "RestoreFile"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				c := newDir(t)
+				d := HashBytes([]byte("secret"))
+				p := c.blobPath(d, false)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := plant(p); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if via == "ReadBlob" {
+					_, err = c.ReadBlob(d)
+				} else {
+					err = c.RestoreFile(d, filepath.Join(t.TempDir(), "out"), 0o644)
+				}
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("%s = %v, want ErrCorrupt", via, err)
+				}
+				if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("planted %s still in place: %v", name, err)
+				}
+			})
+		}
 	}
 }

@@ -108,7 +108,7 @@ func (p *Plan) Ready() []string {
 //
 // Done panics if v is not a vertex of the graph, was not returned by
 // Ready, or was already marked done: each is a bug in the caller.
-func (p *Plan) Done(v string, ok bool) (skippedVertices []string) {
+func (p *Plan) Done(v string, ok bool) (skipped []string) {
 	i, found := p.g.index[v]
 	if !found {
 		panic(fmt.Sprintf("dag: Plan.Done(%q): not a vertex of the graph", v))
