@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -59,11 +60,11 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	}
 	pgid := cmd.Process.Pid
 	done := make(chan struct{})
-	var killedByCtx bool
+	var killedByCtx atomic.Bool
 	go func() {
 		select {
 		case <-ctx.Done():
-			killedByCtx = true
+			killedByCtx.Store(true)
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 			select {
 			case <-done:
@@ -77,7 +78,7 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	// Reap what the phase left behind in its process group.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	close(done)
-	if killedByCtx {
+	if killedByCtx.Load() {
 		return -1, ctx.Err()
 	}
 	var ee *exec.ExitError
