@@ -23,6 +23,7 @@ func putSample(t *testing.T, c *Dir) *Entry {
 }
 
 func TestPutGetEntry(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	if err := c.PutEntry(e); err != nil {
@@ -46,6 +47,7 @@ func TestPutGetEntry(t *testing.T) {
 }
 
 func TestGetEntryNotFound(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	if _, err := c.GetEntry(ComputeKey(nil)); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
 		t.Errorf("GetEntry = %v, want ErrNotFound", err)
@@ -53,12 +55,14 @@ func TestGetEntryNotFound(t *testing.T) {
 }
 
 func TestPutEntryMissingBlob(t *testing.T) {
+	t.Parallel()
 	for name, blank := range map[string]func(e *Entry){
 		"output": func(e *Entry) { e.Outputs[1].Digest = HashBytes([]byte("absent")) },
 		"stdout": func(e *Entry) { e.Stdout = HashBytes([]byte("absent")) },
 		"stderr": func(e *Entry) { e.Stderr = HashBytes([]byte("absent")) },
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := newDir(t)
 			e := putSample(t, c)
 			blank(e)
@@ -74,6 +78,7 @@ func TestPutEntryMissingBlob(t *testing.T) {
 }
 
 func TestPutEntryInvalid(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	e.Outputs[1].Path = "../escape"
@@ -84,6 +89,7 @@ func TestPutEntryInvalid(t *testing.T) {
 }
 
 func TestPutEntryWriteOnce(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	first := putSample(t, c)
 	if err := c.PutEntry(first); err != nil {
@@ -114,6 +120,7 @@ func TestPutEntryWriteOnce(t *testing.T) {
 }
 
 func TestPutEntryConcurrent(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	var wg sync.WaitGroup
@@ -138,6 +145,7 @@ func TestPutEntryConcurrent(t *testing.T) {
 }
 
 func TestGetEntryCorrupt(t *testing.T) {
+	t.Parallel()
 	tests := map[string]func(t *testing.T, c *Dir, p string){
 		"truncated": func(t *testing.T, c *Dir, p string) {
 			os.Chmod(p, 0o644)
@@ -176,6 +184,7 @@ func TestGetEntryCorrupt(t *testing.T) {
 	}
 	for name, damage := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := newDir(t)
 			e := putSample(t, c)
 			if err := c.PutEntry(e); err != nil {
@@ -211,6 +220,7 @@ func TestGetEntryCorrupt(t *testing.T) {
 }
 
 func TestPutEntryReplacesCorrupt(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	p := c.entryPath(e.Key)
@@ -228,6 +238,7 @@ func TestPutEntryReplacesCorrupt(t *testing.T) {
 }
 
 func TestGetEntryNewerFormat(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	p := c.entryPath(e.Key)
@@ -255,6 +266,7 @@ func replaceFile(t *testing.T, p string, b []byte) {
 }
 
 func TestGetEntrySymlink(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	e := putSample(t, c)
 	good, err := EncodeEntry(e)

@@ -27,8 +27,10 @@ var blobCases = map[string]struct {
 }
 
 func TestPutReadRestore(t *testing.T) {
+	t.Parallel()
 	for name, tt := range blobCases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := newDir(t)
 			content := tt.content(t)
 			want := HashBytes(content)
@@ -83,6 +85,7 @@ func TestPutReadRestore(t *testing.T) {
 }
 
 func TestPutWriteOnce(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	content := randomBytes(t, 1000)
 	d, _, err := c.PutFile(writeFile(t, content))
@@ -117,6 +120,7 @@ func TestPutWriteOnce(t *testing.T) {
 }
 
 func TestPutRepairsDamagedCopy(t *testing.T) {
+	t.Parallel()
 	content := randomBytes(t, 5000)
 	tests := map[string]func(p string) error{
 		"truncated":  func(p string) error { return os.WriteFile(p, content[:100], 0o444) },
@@ -127,6 +131,7 @@ func TestPutRepairsDamagedCopy(t *testing.T) {
 	for name, plant := range tests {
 		for _, via := range []string{"PutBytes", "PutReader"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
+				t.Parallel()
 				c := newDir(t)
 				d := HashBytes(content)
 				p := c.blobPath(d, false)
@@ -157,6 +162,7 @@ func TestPutRepairsDamagedCopy(t *testing.T) {
 }
 
 func TestHasBlobIgnoresEmptyFile(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d := HashBytes([]byte("not empty"))
 	p := c.blobPath(d, false)
@@ -174,6 +180,7 @@ func TestHasBlobIgnoresEmptyFile(t *testing.T) {
 }
 
 func TestReadBlobNotFound(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d := HashBytes([]byte("never stored"))
 	if c.HasBlob(d) {
@@ -192,6 +199,7 @@ func TestReadBlobNotFound(t *testing.T) {
 }
 
 func TestCorruptBlob(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		content []byte
 		damage  func(t *testing.T, p string)
@@ -215,6 +223,7 @@ func TestCorruptBlob(t *testing.T) {
 	for name, tt := range tests {
 		for _, via := range []string{"ReadBlob", "RestoreFile"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
+				t.Parallel()
 				c := newDir(t)
 				d, err := c.PutBytes(tt.content)
 				if err != nil {
@@ -265,11 +274,13 @@ func TestCorruptBlob(t *testing.T) {
 }
 
 func TestPutConcurrentSameContent(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string][]byte{
 		"random": randomBytes(t, 1<<20+5),
 		"text":   textBytes(1<<20 + 5),
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := newDir(t)
 			src := writeFile(t, content)
 			var wg sync.WaitGroup
@@ -300,6 +311,7 @@ func TestPutConcurrentSameContent(t *testing.T) {
 
 // TestPutReaderError checks that a failing source leaves nothing behind.
 func TestPutReaderError(t *testing.T) {
+	t.Parallel()
 	boom := errors.New("boom")
 	for name, r := range map[string]io.Reader{
 		"in sample":    io.MultiReader(strings.NewReader("abc"), errReader{boom}),
@@ -307,6 +319,7 @@ func TestPutReaderError(t *testing.T) {
 		"compressed":   io.MultiReader(bytes.NewReader(textBytes(sampleSize+10)), errReader{boom}),
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := newDir(t)
 			if _, _, err := c.PutReader(r); !errors.Is(err, boom) {
 				t.Errorf("PutReader = %v, want %v", err, boom)
@@ -320,6 +333,7 @@ func TestPutReaderError(t *testing.T) {
 }
 
 func TestPutFileErrors(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	if _, _, err := c.PutFile(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("PutFile of a missing file = %v, want ErrNotExist", err)
@@ -333,6 +347,7 @@ func TestPutFileErrors(t *testing.T) {
 // TestBlobAppearsWithoutTemp checks the stored raw blob is byte-identical
 // to the content, which a later reflink restore relies on.
 func TestRawBlobIsContent(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	content := randomBytes(t, 100<<10)
 	d, _ := c.PutBytes(content)
@@ -354,6 +369,7 @@ func assertNoTemps(t *testing.T, c *Dir) {
 }
 
 func TestReadBlobNotRegular(t *testing.T) {
+	t.Parallel()
 	secret := writeFile(t, []byte("secret"))
 	tests := map[string]func(p string) error{
 		"symlink":   func(p string) error { return os.Symlink(secret, p) },
@@ -363,6 +379,7 @@ func TestReadBlobNotRegular(t *testing.T) {
 	for name, plant := range tests {
 		for _, via := range []string{"ReadBlob", "RestoreFile"} {
 			t.Run(name+"/"+via, func(t *testing.T) {
+				t.Parallel()
 				c := newDir(t)
 				d := HashBytes([]byte("secret"))
 				p := c.blobPath(d, false)

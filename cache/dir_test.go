@@ -11,6 +11,7 @@ import (
 )
 
 func TestOpenCreatesLayout(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "a", "b")
 	c, err := Open(root)
 	if err != nil {
@@ -56,12 +57,14 @@ func TestOpenRelativeRootIsMadeAbsolute(t *testing.T) {
 }
 
 func TestOpenRefusesUnknownFormat(t *testing.T) {
+	t.Parallel()
 	for name, content := range map[string]string{
 		"newer":   "cairn-cache 2\n",
 		"garbage": "hello",
 		"empty":   "",
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			root := t.TempDir()
 			if err := os.WriteFile(filepath.Join(root, "format"), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
@@ -78,6 +81,7 @@ func TestOpenRefusesUnknownFormat(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Open(""); err == nil {
 		t.Error(`Open("") succeeded`)
 	}
@@ -88,6 +92,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpenConcurrent(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "cache")
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
@@ -103,6 +108,7 @@ func TestOpenConcurrent(t *testing.T) {
 }
 
 func TestPaths(t *testing.T) {
+	t.Parallel()
 	c := &Dir{root: "/c"}
 	d := HashBytes(nil)
 	if got, want := c.blobPath(d, false), "/c/cas/e3/"+d.String(); got != want {

@@ -15,31 +15,33 @@ import (
 // through PutBytes and through PutReader fed in uneven chunks.
 func FuzzPutGet(f *testing.F) {
 	c := newDir(f)
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want := HashBytes(b)
-		d, err := c.PutBytes(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d != want {
-			t.Fatalf("PutBytes = %s, want %s", d, want)
-		}
-		got, err := c.ReadBlob(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, b) {
-			t.Fatalf("ReadBlob returned %q, want %q", got, b)
-		}
-		step := 1
-		if len(b) > 0 {
-			step += int(b[0]) % 97
-		}
-		d, n, err := c.PutReader(&chunkReader{b: b, step: step})
-		if err != nil || d != want || n != int64(len(b)) {
-			t.Fatalf("PutReader = %s, %d, %v; want %s, %d", d, n, err, want, len(b))
-		}
-	})
+	f.Fuzz(func(t *testing.T, b []byte) { checkPutGet(t, c, b) })
+}
+
+func checkPutGet(t *testing.T, c *Dir, b []byte) {
+	want := HashBytes(b)
+	d, err := c.PutBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != want {
+		t.Fatalf("PutBytes = %s, want %s", d, want)
+	}
+	got, err := c.ReadBlob(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, b) {
+		t.Fatalf("ReadBlob returned %q, want %q", got, b)
+	}
+	step := 1
+	if len(b) > 0 {
+		step += int(b[0]) % 97
+	}
+	d, n, err := c.PutReader(&chunkReader{b: b, step: step})
+	if err != nil || d != want || n != int64(len(b)) {
+		t.Fatalf("PutReader = %s, %d, %v; want %s, %d", d, n, err, want, len(b))
+	}
 }
 
 // chunkReader returns at most step bytes per Read.
@@ -62,39 +64,41 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 // key ignores order, and that moving one byte across a field boundary
 // changes the encoding.
 func FuzzKeyEncoding(f *testing.F) {
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		if comps, err := DecodeComponents(raw); err == nil {
-			if enc := EncodeComponents(comps); !bytes.Equal(enc, raw) {
-				t.Fatalf("decoded %q, which encodes to %q, not the input %q", comps, enc, raw)
-			}
-		} else if !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("DecodeComponents error %v does not wrap ErrCorrupt", err)
-		}
+	f.Fuzz(checkKeyEncoding)
+}
 
-		comps := componentsFromBytes(raw)
-		enc := EncodeComponents(comps)
-		got, err := DecodeComponents(enc)
-		if err != nil {
-			t.Fatalf("DecodeComponents(EncodeComponents(%q)): %v", comps, err)
+func checkKeyEncoding(t *testing.T, raw []byte) {
+	if comps, err := DecodeComponents(raw); err == nil {
+		if enc := EncodeComponents(comps); !bytes.Equal(enc, raw) {
+			t.Fatalf("decoded %q, which encodes to %q, not the input %q", comps, enc, raw)
 		}
-		if diff := cmp.Diff(sortedComponents(comps), got, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("round trip (-want +got):\n%s", diff)
+	} else if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("DecodeComponents error %v does not wrap ErrCorrupt", err)
+	}
+
+	comps := componentsFromBytes(raw)
+	enc := EncodeComponents(comps)
+	got, err := DecodeComponents(enc)
+	if err != nil {
+		t.Fatalf("DecodeComponents(EncodeComponents(%q)): %v", comps, err)
+	}
+	if diff := cmp.Diff(sortedComponents(comps), got, cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+	rev := slices.Clone(comps)
+	slices.Reverse(rev)
+	if ComputeKey(rev) != ComputeKey(comps) {
+		t.Fatalf("key depends on order for %q", comps)
+	}
+	if len(comps) > 0 && comps[0].Kind != "" {
+		// {"ab","c"} -> {"a","bc"}: a different list, so a different encoding.
+		moved := slices.Clone(comps)
+		k := moved[0].Kind
+		moved[0].Kind, moved[0].Name = k[:len(k)-1], k[len(k)-1:]+moved[0].Name
+		if bytes.Equal(EncodeComponents(moved), enc) {
+			t.Fatalf("%q and %q encode the same", comps, moved)
 		}
-		rev := slices.Clone(comps)
-		slices.Reverse(rev)
-		if ComputeKey(rev) != ComputeKey(comps) {
-			t.Fatalf("key depends on order for %q", comps)
-		}
-		if len(comps) > 0 && comps[0].Kind != "" {
-			// {"ab","c"} -> {"a","bc"}: a different list, so a different encoding.
-			moved := slices.Clone(comps)
-			k := moved[0].Kind
-			moved[0].Kind, moved[0].Name = k[:len(k)-1], k[len(k)-1:]+moved[0].Name
-			if bytes.Equal(EncodeComponents(moved), enc) {
-				t.Fatalf("%q and %q encode the same", comps, moved)
-			}
-		}
-	})
+	}
 }
 
 // componentsFromBytes splits b at NUL bytes into fields, three per

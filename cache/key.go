@@ -2,13 +2,13 @@ package cache
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // Component is one typed record that enters a phase key: the command, one
@@ -98,11 +98,13 @@ func sortedComponents(comps []Component) []Component {
 }
 
 func compareComponents(a, b Component) int {
-	return cmp.Or(
-		cmp.Compare(a.Kind, b.Kind),
-		cmp.Compare(a.Name, b.Name),
-		cmp.Compare(a.Value, b.Value),
-	)
+	if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+		return c
+	}
+	if c := strings.Compare(a.Name, b.Name); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Value, b.Value)
 }
 
 // DecodeComponents is the inverse of [EncodeComponents]. It accepts only

@@ -8,6 +8,7 @@ import (
 )
 
 func TestQuarantineMovesObject(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("x"))
 	p := c.blobPath(d, false)
@@ -32,6 +33,7 @@ func TestQuarantineMovesObject(t *testing.T) {
 // TestQuarantineSparesReplacement covers the race where the bad object was
 // already quarantined and a good copy published before our move.
 func TestQuarantineSparesReplacement(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("good"))
 	p := c.blobPath(d, false)
@@ -54,6 +56,7 @@ func TestQuarantineSparesReplacement(t *testing.T) {
 }
 
 func TestQuarantineAlreadyGone(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	ce := c.quarantinePath("blob", "00", filepath.Join(c.Root(), "cas", "00", "missing"), errors.New("bad"))
 	if ce.Moved != "" {
@@ -62,6 +65,7 @@ func TestQuarantineAlreadyGone(t *testing.T) {
 }
 
 func TestQuarantineRecreatesDir(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("x"))
 	os.Remove(filepath.Join(c.Root(), quarantineDir))

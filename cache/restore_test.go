@@ -42,6 +42,7 @@ func TestRestoreFileReplacesAndSetsMode(t *testing.T) {
 }
 
 func TestRestoreFileReplacesSymlinkNotTarget(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("data"))
 	dir := t.TempDir()
@@ -63,6 +64,7 @@ func TestRestoreFileReplacesSymlinkNotTarget(t *testing.T) {
 }
 
 func TestRestoreFileMissingDir(t *testing.T) {
+	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("data"))
 	if err := c.RestoreFile(d, filepath.Join(t.TempDir(), "no", "such", "out"), 0o644); err == nil {

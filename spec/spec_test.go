@@ -214,8 +214,8 @@ phase "a" {
 		opts Options
 		want string
 	}{
-		"default":    {Options{}, "echo from-default 1"},
-		"env":        {Options{LookupEnv: env(map[string]string{"CAIRN_VAR_model": "from-env", "CAIRN_VAR_rounds": "7"})}, "echo from-env 7"},
+		"default": {Options{}, "echo from-default 1"},
+		"env":     {Options{LookupEnv: env(map[string]string{"CAIRN_VAR_model": "from-env", "CAIRN_VAR_rounds": "7"})}, "echo from-env 7"},
 		"cli beats env": {Options{
 			Vars:      []VarValue{{"model", "from-cli"}, {"rounds", "3"}},
 			LookupEnv: env(map[string]string{"CAIRN_VAR_model": "from-env"}),
