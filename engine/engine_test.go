@@ -157,7 +157,7 @@ func TestEarlyCutoffAndRestore(t *testing.T) {
 	s.run(t, RunOptions{})
 
 	// Forcing a re-run of a with identical output leaves b cached.
-	res := s.run(t, RunOptions{Force: []string{"a"}})
+	res := s.run(t, RunOptions{Request: Request{Gates: Gates{Force: []string{"a"}}}})
 	if res.Counts[StatusSucceeded] != 1 || s.exec.count("a") != 2 || s.exec.count("b") != 1 {
 		t.Errorf("force a: counts %v, a ran %d, b ran %d", res.Counts, s.exec.count("a"), s.exec.count("b"))
 	}
@@ -182,7 +182,7 @@ func TestEarlyCutoffAndRestore(t *testing.T) {
 func TestFailureBlocksDependents(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
 	s.exec.fail = map[string]bool{"a": true}
-	res := s.run(t, RunOptions{KeepGoing: true, Jobs: 1})
+	res := s.run(t, RunOptions{Request: Request{KeepGoing: true, Jobs: 1}})
 	want := map[string]int{StatusFailed: 1, StatusBlocked: 1, StatusSucceeded: 1}
 	if diff := cmp.Diff(want, res.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
@@ -261,7 +261,7 @@ func TestDiffComponents(t *testing.T) {
 
 func TestUnknownPhase(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
-	_, err := s.engine(t).Run(t.Context(), RunOptions{Targets: []string{"bb"}})
+	_, err := s.engine(t).Run(t.Context(), RunOptions{Request: Request{Targets: []string{"bb"}}})
 	if err == nil || !strings.Contains(err.Error(), `did you mean "b"?`) || !strings.Contains(err.Error(), "phases: a, b, c") {
 		t.Errorf("err = %v", err)
 	}
@@ -269,7 +269,7 @@ func TestUnknownPhase(t *testing.T) {
 
 func TestMissingInput(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec})
-	res, err := s.engine(t).Run(t.Context(), RunOptions{Targets: []string{"c"}})
+	res, err := s.engine(t).Run(t.Context(), RunOptions{Request: Request{Targets: []string{"c"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

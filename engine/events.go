@@ -14,6 +14,15 @@ const (
 	// EventWarning: something the user should know that did not fail the
 	// phase (a corrupt cache entry moved aside, ...).
 	EventWarning
+	// EventStopping: the run will start no new phase (Message holds the
+	// reason: interrupt, stop request, budget).
+	EventStopping
+	// EventRetry: a phase failed or timed out and will run again
+	// (Message says when and why).
+	EventRetry
+	// EventSpend: a running phase reported spending (Spend holds its
+	// total so far).
+	EventSpend
 )
 
 // Event is one progress report.
@@ -24,7 +33,9 @@ type Event struct {
 	Reasons  []string
 	Duration time.Duration
 	Err      error  // for failed phases
-	Message  string // for warnings
+	Message  string // for warnings, stops and retries
+	Attempt  int    // for EventStart and EventRetry
+	Spend    Spend  // the phase's spending so far (EventSpend, EventDone)
 	Time     time.Time
 }
 

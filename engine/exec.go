@@ -20,6 +20,10 @@ type Job struct {
 	// Stdout and Stderr receive the command's output. When they are
 	// *os.File the child writes to them directly.
 	Stdout, Stderr io.Writer
+	// Marker is the value of CAIRN_JOB in Env. When the job is ended
+	// early, every process carrying it is killed too, so a descendant
+	// that left the process group (setsid, a daemon) does not survive.
+	Marker string
 }
 
 // Executor runs jobs. Implementations must be safe for concurrent use.
@@ -79,6 +83,9 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	close(done)
 	if killedByCtx.Load() {
+		if job.Marker != "" {
+			killMarked("CAIRN_JOB=" + job.Marker)
+		}
 		return -1, ctx.Err()
 	}
 	var ee *exec.ExitError

@@ -52,6 +52,25 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 // succeeded in the cache and returns their tree. Symlinks must point inside
 // the workspace.
 func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
+	tree, missing, err := e.walkOutputs(p, p.Cache)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	}
+	return tree, nil
+}
+
+// workspaceOutputs returns the tree of p's outputs as the workspace holds
+// them, storing nothing, and the declared outputs that are absent.
+func (e *Engine) workspaceOutputs(p *spec.Phase) ([]cache.OutputFile, []string, error) {
+	return e.walkOutputs(p, false)
+}
+
+// walkOutputs builds the tree of p's declared outputs, storing every file
+// in the cache when store is set and only hashing it otherwise.
+func (e *Engine) walkOutputs(p *spec.Phase, store bool) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
 	for _, o := range p.Outputs {
@@ -62,12 +81,12 @@ func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
+			return nil, nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
 		}
 		if !fi.IsDir() {
-			f, err := e.storeEntry(p, o.Path, abs, fi)
+			f, err := e.storeEntry(p, o.Path, abs, fi, store)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			tree = append(tree, f)
 			continue
@@ -80,7 +99,7 @@ func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
 			if err != nil {
 				return err
 			}
-			f, err := e.storeEntry(p, joinRel(o.Path, abs, pth), pth, fi)
+			f, err := e.storeEntry(p, joinRel(o.Path, abs, pth), pth, fi, store)
 			if err != nil {
 				return err
 			}
@@ -88,18 +107,15 @@ func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
+			return nil, nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
 		}
 	}
-	if len(missing) > 0 {
-		return nil, &MissingOutputsError{Phase: p.Addr, Paths: missing}
-	}
 	sort.Slice(tree, func(i, j int) bool { return tree[i].Path < tree[j].Path })
-	return tree, nil
+	return tree, missing, nil
 }
 
 // storeEntry stores one file, directory or symlink of an output tree.
-func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo) (cache.OutputFile, error) {
+func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store bool) (cache.OutputFile, error) {
 	mode := uint32(fi.Mode().Perm())
 	switch {
 	case fi.IsDir():
@@ -120,10 +136,14 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo) (cac
 		var d cache.Digest
 		var size int64
 		var err error
-		if p.Cache {
+		if store {
 			d, size, err = e.cache.PutFile(abs)
 		} else {
-			d, size, err = cache.HashFile(abs)
+			var dfi fs.FileInfo
+			d, dfi, err = e.mem.Digest(rel, abs)
+			if err == nil {
+				size = dfi.Size()
+			}
 		}
 		if err != nil {
 			return cache.OutputFile{}, fmt.Errorf("store output %s: %w", rel, err)

@@ -14,33 +14,35 @@ type PlanResult struct {
 	Restore   int         `json:"restore"`
 }
 
-// PlanOptions select what to plan.
+// PlanOptions select what to plan, as RunOptions do.
 type PlanOptions struct {
 	Targets []string
-	Force   []string
+	Gates
 }
 
 // Plan decides, without running or restoring anything, what a run with the
 // same options would do and why. A phase whose upstream must run cannot
 // know its key yet: it is planned to run, with that upstream as reason.
 func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
-	sel, err := e.selection(opts.Targets)
+	sel, err := e.resolve(opts.Targets, opts.Gates)
 	if err != nil {
 		return nil, err
 	}
-	if err := e.checkNames(opts.Force); err != nil {
-		return nil, err
-	}
-	forced := setOf(opts.Force)
+	forced := sel.forced
 	order, err := e.spec.Graph.TopoOrder()
 	if err != nil {
 		return nil, err
 	}
 	res := &PlanResult{}
 	trees := map[string][]cache.OutputFile{}
+	if len(sel.outside) > 0 {
+		if trees, err = e.satisfyOutside(sel, false); err != nil {
+			return nil, err
+		}
+	}
 	willRun := map[string]bool{}
 	for _, addr := range order {
-		if sel != nil && !sel[addr] {
+		if !sel.has(addr) {
 			continue
 		}
 		p := e.spec.Phase(addr)

@@ -27,7 +27,7 @@ func (e *Engine) recoverStaleRun() {
 	if runID == "" {
 		return
 	}
-	killRunProcesses(runID)
+	killMarked("CAIRN_RUN_ID=" + runID)
 	path := e.ws.StatePath(runID)
 	if st, err := ReadState(path); err == nil && st.Status == RunRunning {
 		st.Status = RunInterrupted
@@ -44,12 +44,12 @@ func (e *Engine) recoverStaleRun() {
 	_ = os.Remove(e.ws.currentFile())
 }
 
-// killRunProcesses sends SIGKILL to every process whose environment holds
-// CAIRN_RUN_ID=runID, and waits briefly for them to go. Phases always get
-// that variable, and descendants inherit it even when they leave the
-// phase's process group.
-func killRunProcesses(runID string) {
-	marker := []byte("CAIRN_RUN_ID=" + runID + "\x00")
+// killMarked sends SIGKILL to every process whose environment holds the
+// entry (such as CAIRN_RUN_ID=<run>), and waits briefly for them to go.
+// Phases always get CAIRN_RUN_ID and CAIRN_JOB, and descendants inherit
+// them even when they leave the phase's process group.
+func killMarked(entry string) {
+	marker := []byte(entry + "\x00")
 	self := os.Getpid()
 	var pids []int
 	entries, err := os.ReadDir("/proc")

@@ -9,30 +9,33 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/spec"
 )
 
 // RunOptions select and shape a run.
 type RunOptions struct {
-	Targets []string
-	Force   []string
-	// Jobs is the number of phases run at once; 0 means the spec's
-	// concurrency, else the number of CPUs.
-	Jobs int
-	// KeepGoing keeps starting independent phases after one failed.
-	KeepGoing bool
-	// Flags are recorded in state.json as given.
-	Flags map[string]any
+	// Request holds the targets, gates and settings; it is recorded in
+	// state.json as given.
+	Request
+	// Stop, when it is closed, begins a graceful stop: no new phase
+	// starts, running phases finish and are cached. Cancelling the
+	// context passed to Run ends running phases at once.
+	Stop <-chan struct{}
+	// ResumeOf names the run this one resumes: its spending carries over
+	// into this run's ledger.
+	ResumeOf string
+	// RetryBackoff is the wait before a phase's first retry, doubled for
+	// each further one (default 1s, at most a minute).
+	RetryBackoff time.Duration
 }
 
 // RunResult summarises a finished run.
@@ -40,15 +43,25 @@ type RunResult struct {
 	RunID  string
 	Status string // RunSucceeded, RunFailed, RunStopped
 	Counts map[string]int
-	// Failures holds the error of every failed phase, by address.
+	// Failures holds the error of every phase that did not succeed
+	// (failed, timed out, over budget), by address.
 	Failures map[string]error
 	Duration time.Duration
+	// Spent is the run's ledger total, what resumed runs spent included.
+	Spent Spend
+	// StopReason says why the run stopped early ("interrupt", "stop
+	// request", "budget"), or is empty.
+	StopReason string
+	// BudgetSkipped counts phases not started because the run budget was
+	// spent.
+	BudgetSkipped int
 }
 
 // PhaseError is the error of a failed phase: what failed and where its
 // log is.
 type PhaseError struct {
 	Phase    string
+	Status   string // StatusFailed, StatusTimedOut or StatusOverBudget
 	ExitCode int
 	Log      string // stderr log, relative to the workspace
 	Tail     string // last lines of stderr
@@ -57,9 +70,10 @@ type PhaseError struct {
 
 func (e *PhaseError) Error() string {
 	var msg string
-	if e.Err != nil {
+	switch {
+	case e.Err != nil:
 		msg = fmt.Sprintf("phase %s failed: %v", e.Phase, e.Err)
-	} else {
+	default:
 		msg = fmt.Sprintf("phase %s failed: exit status %d", e.Phase, e.ExitCode)
 	}
 	if e.Log != "" {
@@ -77,16 +91,20 @@ func newRunID(now time.Time) string {
 	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// Stop reasons.
+const (
+	StopInterrupt = "interrupt"
+	StopRequest   = "stop request"
+	StopBudget    = "budget"
+)
+
 // Run runs the selected phases and what they need. It holds the workspace
 // lock for its whole duration. The returned error is for problems that
 // stop the run itself (lock held, unknown phase, state not writable);
 // failed phases are reported in the result.
 func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
-	sel, err := e.selection(opts.Targets)
+	sel, err := e.resolve(opts.Targets, opts.Gates)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.checkNames(opts.Force); err != nil {
 		return nil, err
 	}
 	start := e.now()
@@ -97,35 +115,55 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	defer lock.Unlock()
 	e.recoverStaleRun()
-	if err := writeFileAtomic(e.ws.currentFile(), []byte(runID+"\n"), 0o644, false); err != nil {
-		return nil, err
+
+	var spentBefore Spend
+	if opts.ResumeOf != "" {
+		prev, err := ReadState(e.ws.StatePath(opts.ResumeOf))
+		if err != nil {
+			return nil, fmt.Errorf("resume %s: %w", opts.ResumeOf, err)
+		}
+		spentBefore = e.ws.RecordedSpend(prev)
 	}
 
 	r := &runner{
 		e:       e,
 		opts:    opts,
 		runID:   runID,
-		forced:  setOf(opts.Force),
+		sel:     sel,
 		trees:   map[string][]cache.OutputFile{},
 		results: make(chan phaseResult),
+		stopCh:  make(chan struct{}),
 		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
 	}
+	if opts.RetryBackoff > 0 {
+		r.backoff = opts.RetryBackoff
+	} else {
+		r.backoff = time.Second
+	}
 	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
-	for _, d := range []string{"logs", "params"} {
+	for _, d := range []string{"logs", "params", "reports"} {
 		if err := os.MkdirAll(filepath.Join(r.runDir, d), 0o755); err != nil {
 			return nil, fmt.Errorf("create run directory: %w", err)
 		}
 	}
+	if err := writeFileAtomic(e.ws.currentFile(), []byte(runID+"\n"), 0o644, false); err != nil {
+		return nil, err
+	}
+	defer os.Remove(e.ws.currentFile())
 	r.binDir = e.linkSelf()
 
 	host, _ := os.Hostname()
+	req := opts.Request
+	req.Targets = append([]string{}, req.Targets...)
 	st := &RunState{
 		SchemaVersion: StateSchemaVersion,
 		RunID:         runID,
 		Spec:          filepath.Base(e.spec.File),
 		SpecHash:      e.spec.Hash,
-		Targets:       append([]string{}, opts.Targets...),
-		Flags:         opts.Flags,
+		Request:       req,
+		ResumeOf:      opts.ResumeOf,
+		MaxCost:       e.spec.Experiment.Budget.MaxCost,
+		SpentBefore:   spentBefore,
 		Host:          host,
 		PID:           os.Getpid(),
 		Started:       start.UTC(),
@@ -134,7 +172,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		Phases:        map[string]*PhaseState{},
 	}
 	for _, p := range e.spec.Phases {
-		if sel == nil || sel[p.Addr] {
+		if sel.has(p.Addr) {
 			st.Phases[p.Addr] = &PhaseState{Status: StatusPending}
 		}
 	}
@@ -142,6 +180,33 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.ledger = spentBefore
+
+	// Phases outside an --only selection are satisfied from the workspace
+	// or the cache before anything starts.
+	if len(sel.outside) > 0 {
+		trees, err := e.satisfyOutside(sel, true)
+		if err != nil {
+			r.state.update(func(st *RunState) {
+				st.Status = RunFailed
+				for _, ps := range st.Phases {
+					ps.Status = StatusSkipped
+					ps.Error = "not started: --only needs outputs that are missing"
+				}
+			})
+			_ = r.state.Close()
+			return nil, err
+		}
+		for a, t := range trees {
+			r.trees[a] = t
+		}
+	}
+
+	// Stop requests: the caller's channel and a "stop" file that cairn
+	// stop writes into the run's folder.
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go r.watchStop(watchDone)
 
 	jobs := opts.Jobs
 	if jobs <= 0 {
@@ -150,29 +215,50 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
-	r.schedule(ctx, sel, jobs)
+	r.schedule(ctx, jobs)
 
-	status := RunSucceeded
-	if len(r.res.Failures) > 0 {
-		status = RunFailed
-	}
-	if ctx.Err() != nil {
-		status = RunStopped
-	}
 	end := e.now()
+	reason := r.stopReason()
+	var status string
 	r.state.update(func(st *RunState) {
-		st.Status = status
 		t := end.UTC()
 		st.Ended = &t
 		st.Heartbeat = t
+		unfinished := false
 		for _, ps := range st.Phases {
-			if ps.Status == StatusPending {
+			switch ps.Status {
+			case StatusPending:
+				unfinished = true
 				ps.Status = StatusSkipped
+				switch reason {
+				case StopBudget:
+					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", fmtCost(*st.MaxCost))
+					r.res.BudgetSkipped++
+				case "":
+					ps.Error = "not started: the run ended after a failure"
+				default:
+					ps.Error = "not started: the run was stopped (" + reason + ")"
+				}
+			case StatusStopped:
+				unfinished = true
 			}
+		}
+		switch {
+		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
+			status = RunStopped
+		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
+			status = RunFailed
+		default:
+			status = RunSucceeded
+		}
+		st.Status = status
+		if status != RunSucceeded {
+			st.StopReason = reason
 		}
 		for _, ps := range st.Phases {
 			r.res.Counts[ps.Status]++
 		}
+		r.res.Spent = st.Total()
 	})
 	var errs []error
 	if err := r.state.Close(); err != nil {
@@ -184,11 +270,88 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if err := e.lastKeys.save(); err != nil {
 		errs = append(errs, err)
 	}
-	_ = os.Remove(e.ws.currentFile())
 	r.res.Status = status
+	r.res.StopReason = reason
 	r.res.Duration = end.Sub(start)
 	return r.res, errors.Join(errs...)
 }
+
+// watchStop turns the caller's Stop channel and a stop file in the run's
+// folder into a graceful stop.
+func (r *runner) watchStop(done <-chan struct{}) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	stopFile := filepath.Join(r.runDir, "stop")
+	for {
+		select {
+		case <-done:
+			return
+		case <-r.opts.Stop:
+			r.requestStop(StopInterrupt)
+			return
+		case <-t.C:
+			if _, err := os.Stat(stopFile); err == nil {
+				r.requestStop(StopRequest)
+				return
+			}
+		}
+	}
+}
+
+// requestStop begins a graceful stop; the first reason sticks.
+func (r *runner) requestStop(reason string) {
+	r.stopOnce.Do(func() {
+		r.mu.Lock()
+		r.reason = reason
+		r.mu.Unlock()
+		close(r.stopCh)
+		r.e.rep.Report(Event{Kind: EventStopping, Message: reason, Time: r.e.now()})
+	})
+}
+
+func (r *runner) stopReason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.reason
+}
+
+func (r *runner) stopping() bool {
+	select {
+	case <-r.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// addSpend adds a phase's newly reported spending to the run's ledger and
+// begins a graceful stop once the run budget is spent.
+func (r *runner) addSpend(delta Spend) {
+	if delta == (Spend{}) {
+		return
+	}
+	r.mu.Lock()
+	r.ledger = r.ledger.Add(delta)
+	total := r.ledger
+	r.mu.Unlock()
+	r.state.update(func(st *RunState) { st.Spent = st.Spent.Add(delta) })
+	if max := r.e.spec.Experiment.Budget.MaxCost; max != nil && total.Cost >= *max {
+		r.requestStop(StopBudget)
+	}
+}
+
+func (r *runner) budgetSpent() bool {
+	max := r.e.spec.Experiment.Budget.MaxCost
+	if max == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ledger.Cost >= *max
+}
+
+// fmtCost renders a cost without trailing zeros.
+func fmtCost(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // linkSelf puts a "cairn" symlink to the running binary in .cairn/bin, so
 // that phases find cairn on their PATH even when it is not installed.
@@ -218,16 +381,22 @@ func (e *Engine) linkSelf() string {
 
 // runner is the state of one Run.
 type runner struct {
-	e      *Engine
-	opts   RunOptions
-	runID  string
-	runDir string
-	binDir string
-	forced map[string]bool
-	state  *stateFile
+	e       *Engine
+	opts    RunOptions
+	runID   string
+	runDir  string
+	binDir  string
+	sel     *selection
+	state   *stateFile
+	backoff time.Duration
 
-	mu    sync.Mutex
-	trees map[string][]cache.OutputFile // finished phases' outputs
+	mu     sync.Mutex
+	trees  map[string][]cache.OutputFile // finished phases' outputs
+	ledger Spend
+	reason string
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
 
 	results chan phaseResult
 	res     *RunResult
@@ -239,18 +408,24 @@ type phaseResult struct {
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
-// and, after a failure (without KeepGoing) or cancellation, starts no new
-// phase but waits for the running ones.
-func (r *runner) schedule(ctx context.Context, sel map[string]bool, jobs int) {
-	plan := dag.NewPlan(r.e.spec.Graph, sel)
+// and, after a failure (without KeepGoing), a stop request or a spent run
+// budget, starts no new phase but waits for the running ones.
+func (r *runner) schedule(ctx context.Context, jobs int) {
+	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	var queue []string
 	running := 0
-	stopping := false
+	halted := false
+	stopC := (<-chan struct{})(r.stopCh)
 	for {
-		if !stopping {
+		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
+		if open() {
 			queue = append(queue, plan.Ready()...)
 		}
-		for !stopping && running < jobs && len(queue) > 0 {
+		for open() && running < jobs && len(queue) > 0 {
+			if r.budgetSpent() {
+				r.requestStop(StopBudget)
+				break
+			}
 			addr := queue[0]
 			queue = queue[1:]
 			running++
@@ -259,17 +434,28 @@ func (r *runner) schedule(ctx context.Context, sel map[string]bool, jobs int) {
 		if running == 0 {
 			return
 		}
-		pr := <-r.results
-		running--
-		for _, s := range plan.Done(pr.addr, pr.ok) {
-			r.state.phase(s, func(ps *PhaseState) {
-				ps.Status = StatusBlocked
-				ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
-			})
-			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " failed"}, Time: r.e.now()})
-		}
-		if (!pr.ok && !r.opts.KeepGoing) || ctx.Err() != nil {
-			stopping = true
+		select {
+		case <-stopC:
+			stopC = nil
+			continue
+		case pr := <-r.results:
+			running--
+			skipped := plan.Done(pr.addr, pr.ok)
+			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
+				// A phase ended by a stop: its dependents were not
+				// blocked by a failure, they are simply not started.
+				skipped = nil
+			}
+			for _, s := range skipped {
+				r.state.phase(s, func(ps *PhaseState) {
+					ps.Status = StatusBlocked
+					ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
+				})
+				r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
+			}
+			if !pr.ok && !r.opts.KeepGoing {
+				halted = true
+			}
 		}
 	}
 }
@@ -287,7 +473,7 @@ func (r *runner) process(ctx context.Context, addr string) bool {
 	r.mu.Unlock()
 
 	began := e.now()
-	d, err := e.decide(p, up, r.forced[addr])
+	d, err := e.decide(p, up, r.sel.forced[addr])
 	if err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
@@ -342,191 +528,6 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 		}
 	})
 	e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: status, Reasons: d.Reasons, Duration: end.Sub(began), Time: end})
-}
-
-// fail records a failed phase.
-func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
-	end := r.e.now()
-	r.mu.Lock()
-	r.res.Failures[addr] = perr
-	r.mu.Unlock()
-	r.state.phase(addr, func(ps *PhaseState) {
-		ps.Status = StatusFailed
-		ps.Error = perr.Error()
-		ps.LogTail = perr.Tail
-		t := end.UTC()
-		ps.Ended = &t
-	})
-	r.e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusFailed, Err: perr, Duration: end.Sub(began), Time: end})
-	return false
-}
-
-// execute runs a phase's command and stores its outputs.
-func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
-	e := r.e
-	addr := p.Addr
-	began := e.now()
-	if err := e.prepareOutputs(p); err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
-	}
-	logBase := filepath.Join(r.runDir, "logs", safeName(addr))
-	stdoutPath, stderrPath := logBase+".stdout", logBase+".stderr"
-	relErr := e.ws.Rel(stderrPath)
-	stdoutF, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
-	}
-	defer stdoutF.Close()
-	stderrF, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
-	}
-	defer stderrF.Close()
-
-	env, secrets, err := r.environment(p)
-	if err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
-	}
-	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF}
-	var masks []*maskWriter
-	if len(secrets) > 0 {
-		mo, me := newMaskWriter(stdoutF, secrets), newMaskWriter(stderrF, secrets)
-		masks = append(masks, mo, me)
-		job.Stdout, job.Stderr = mo, me
-	}
-
-	startT := e.now().UTC()
-	r.state.phase(addr, func(ps *PhaseState) {
-		ps.Status = StatusRunning
-		ps.Attempts++
-		ps.Started = &startT
-		ps.Stdout = e.ws.Rel(stdoutPath)
-		ps.Stderr = relErr
-	})
-	e.rep.Report(Event{Kind: EventStart, Phase: addr, Reasons: d.Reasons, Time: startT})
-	code, runErr := e.exec.Run(ctx, job)
-	for _, m := range masks {
-		_ = m.Close()
-	}
-	end := e.now()
-	endT := end.UTC()
-	r.state.phase(addr, func(ps *PhaseState) {
-		ps.Ended = &endT
-		ps.DurationMS = end.Sub(startT).Milliseconds()
-		if runErr == nil {
-			c := code
-			ps.ExitCode = &c
-		}
-	})
-	if runErr != nil && ctx.Err() != nil {
-		r.state.phase(addr, func(ps *PhaseState) {
-			ps.Status = StatusStopped
-			ps.Error = "stopped: " + ctx.Err().Error()
-		})
-		e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Duration: end.Sub(startT), Time: end})
-		return false
-	}
-	if runErr != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: runErr, Log: relErr})
-	}
-	if code != 0 {
-		return r.fail(addr, began, &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20)})
-	}
-
-	tree, err := e.collectOutputs(p)
-	if err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err, Log: relErr})
-	}
-	if p.Cache {
-		if err := r.store(p, d, tree, stdoutPath, stderrPath, end.Sub(startT)); err != nil {
-			// The outputs are fine; only caching failed. Say so and go on.
-			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", addr, err), Time: e.now()})
-		}
-	}
-	r.finish(addr, d, StatusSucceeded, tree, began)
-	return true
-}
-
-// store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (collectOutputs stored them), so the
-// entry never references a missing blob.
-func (r *runner) store(p *spec.Phase, d *Decision, tree []cache.OutputFile, stdoutPath, stderrPath string, dur time.Duration) error {
-	c := r.e.cache
-	outD, _, err := c.PutFile(stdoutPath)
-	if err != nil {
-		return err
-	}
-	errD, _, err := c.PutFile(stderrPath)
-	if err != nil {
-		return err
-	}
-	host, _ := os.Hostname()
-	who := ""
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
-	entry := &cache.Entry{
-		Format:     1,
-		Key:        d.key,
-		Phase:      p.Addr,
-		Components: d.components,
-		Outputs:    tree,
-		ExitCode:   0,
-		Stdout:     outD,
-		Stderr:     errD,
-		DurationMS: dur.Milliseconds(),
-		Created:    r.e.now().UTC(),
-		Host:       host,
-		User:       who,
-	}
-	return c.PutEntry(entry)
-}
-
-// environment builds a phase's clean environment: a minimal passthrough,
-// declared env, pass_env and secret_env from the caller, and CAIRN_*
-// variables. It returns the secret values for masking.
-func (r *runner) environment(p *spec.Phase) ([]string, []string, error) {
-	e := r.e
-	var env []string
-	path := os.Getenv("PATH")
-	if r.binDir != "" {
-		path = r.binDir + string(os.PathListSeparator) + path
-	}
-	env = append(env, "PATH="+path)
-	for _, k := range []string{"HOME", "USER", "LOGNAME", "TMPDIR"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for _, k := range p.PassEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	var secrets []string
-	for _, k := range p.SecretEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-			secrets = append(secrets, v)
-		}
-	}
-	for k, v := range p.Env {
-		env = append(env, k+"="+v)
-	}
-	paramsPath := filepath.Join(r.runDir, "params", safeName(p.Addr)+".json")
-	if err := os.WriteFile(paramsPath, paramsJSON(p.Params), 0o644); err != nil {
-		return nil, nil, fmt.Errorf("write params: %w", err)
-	}
-	env = append(env,
-		"CAIRN_PHASE="+p.Addr,
-		"CAIRN_RUN_ID="+r.runID,
-		"CAIRN_WORKSPACE="+e.ws.Root,
-		"CAIRN_PARAMS="+paramsPath,
-	)
-	for k, v := range p.Params {
-		env = append(env, "CAIRN_PARAM_"+envName(k)+"="+paramText(v))
-	}
-	return env, secrets, nil
 }
 
 // paramsJSON renders params (canonical JSON values) as one JSON object

@@ -32,23 +32,51 @@ const (
 	StatusSkipped   = "skipped"
 	StatusBlocked   = "blocked"
 	StatusStopped   = "stopped"
+	// StatusTimedOut: the phase ran past its budget's timeout.
+	StatusTimedOut = "timed_out"
+	// StatusOverBudget: the phase reported spending past its max_cost or
+	// max_iterations and was stopped.
+	StatusOverBudget = "over_budget"
 )
+
+// Request is what a run was asked to do: its targets, gates and settings.
+// It is recorded in state.json so that resume repeats it.
+type Request struct {
+	Targets []string `json:"targets"`
+	Gates
+	Jobs      int  `json:"jobs,omitempty"`
+	KeepGoing bool `json:"keep_going,omitempty"`
+	// Vars and VarFiles are the -var NAME=VALUE and -var-file arguments,
+	// as given.
+	Vars     []string `json:"vars,omitempty"`
+	VarFiles []string `json:"var_files,omitempty"`
+}
 
 // RunState is the content of .cairn/runs/<run-id>/state.json.
 type RunState struct {
-	SchemaVersion int                    `json:"schema_version"`
-	RunID         string                 `json:"run_id"`
-	Spec          string                 `json:"spec"`
-	SpecHash      string                 `json:"spec_hash"`
-	Targets       []string               `json:"targets"`
-	Flags         map[string]any         `json:"flags,omitempty"`
-	Host          string                 `json:"host"`
-	PID           int                    `json:"pid"`
-	Started       time.Time              `json:"started"`
-	Heartbeat     time.Time              `json:"heartbeat"`
-	Ended         *time.Time             `json:"ended,omitempty"`
-	Status        string                 `json:"status"`
-	Phases        map[string]*PhaseState `json:"phases"`
+	SchemaVersion int     `json:"schema_version"`
+	RunID         string  `json:"run_id"`
+	Spec          string  `json:"spec"`
+	SpecHash      string  `json:"spec_hash"`
+	Request       Request `json:"request"`
+	// ResumeOf is the run this one resumed, whose spending it carries on.
+	ResumeOf string `json:"resume_of,omitempty"`
+	// MaxCost is the run budget in force (nil: none).
+	MaxCost *float64 `json:"max_cost,omitempty"`
+	// SpentBefore is what the runs this one resumed spent; Spent is what
+	// this run's phases reported. The ledger's total is their sum.
+	SpentBefore Spend `json:"spent_before"`
+	Spent       Spend `json:"spent"`
+	// StopReason says why a stopped run stopped: "interrupt", "stop
+	// request" or "budget".
+	StopReason string                 `json:"stop_reason,omitempty"`
+	Host       string                 `json:"host"`
+	PID        int                    `json:"pid"`
+	Started    time.Time              `json:"started"`
+	Heartbeat  time.Time              `json:"heartbeat"`
+	Ended      *time.Time             `json:"ended,omitempty"`
+	Status     string                 `json:"status"`
+	Phases     map[string]*PhaseState `json:"phases"`
 }
 
 // PhaseState is one phase's record in a run.
@@ -61,6 +89,8 @@ type PhaseState struct {
 	Ended      *time.Time `json:"ended,omitempty"`
 	DurationMS int64      `json:"duration_ms,omitempty"`
 	ExitCode   *int       `json:"exit_code,omitempty"`
+	Cost       float64    `json:"cost,omitempty"`
+	Iterations int64      `json:"iterations,omitempty"`
 	Error      string     `json:"error,omitempty"`
 	LogTail    string     `json:"log_tail,omitempty"`
 	Stdout     string     `json:"stdout,omitempty"` // log path, relative to the workspace
@@ -178,3 +208,6 @@ func ReadState(path string) (*RunState, error) {
 func (w *Workspace) StatePath(runID string) string {
 	return filepath.Join(w.RunsDir(), runID, "state.json")
 }
+
+// Total is the run's ledger: what it and the runs it resumed spent.
+func (st *RunState) Total() Spend { return st.SpentBefore.Add(st.Spent) }

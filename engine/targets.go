@@ -1,11 +1,14 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/agext/levenshtein"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // UnknownPhaseError is returned for a phase name the spec does not
@@ -29,20 +32,182 @@ func (e *UnknownPhaseError) Error() string {
 	return msg + "; phases: " + strings.Join(e.Valid, ", ")
 }
 
-// selection resolves target names to the set of phases to consider: the
-// targets and everything they need. No targets means every phase.
-func (e *Engine) selection(targets []string) (map[string]bool, error) {
-	if err := e.checkNames(targets); err != nil {
-		return nil, err
+// Gates select which phases a run or plan considers and which it forces.
+// They are recorded with a run so that resume repeats them.
+type Gates struct {
+	// Force reruns these phases even when cached.
+	Force []string `json:"force,omitempty"`
+	// From forces these phases and everything downstream of them.
+	From []string `json:"from,omitempty"`
+	// Until considers only these phases and what they need.
+	Until []string `json:"until,omitempty"`
+	// Only considers exactly these phases; what they need from other
+	// phases must already be in the workspace or the cache.
+	Only []string `json:"only,omitempty"`
+}
+
+// selection is a resolved set of targets and gates.
+type selection struct {
+	// include holds the phases to consider; nil means every phase.
+	include map[string]bool
+	forced  map[string]bool
+	// outside holds the phases outside include whose outputs included
+	// phases read (only with Only): they must be satisfied without running.
+	outside []string
+}
+
+func (s *selection) has(addr string) bool { return s.include == nil || s.include[addr] }
+
+// resolve checks every name and turns targets and gates into a selection.
+func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
+	for _, names := range [][]string{targets, g.Force, g.From, g.Until, g.Only} {
+		if err := e.checkNames(names); err != nil {
+			return nil, err
+		}
 	}
-	if len(targets) == 0 {
-		return nil, nil
+	graph := e.spec.Graph
+	sel := &selection{forced: setOf(g.Force)}
+	closure := func(names []string) map[string]bool {
+		m := graph.Ancestors(names...)
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
 	}
-	sel := e.spec.Graph.Ancestors(targets...)
-	for _, t := range targets {
-		sel[t] = true
+	if len(targets) > 0 {
+		sel.include = closure(targets)
+	}
+	if len(g.Until) > 0 {
+		until := closure(g.Until)
+		if sel.include == nil {
+			sel.include = until
+		} else {
+			for a := range sel.include {
+				if !until[a] {
+					delete(sel.include, a)
+				}
+			}
+		}
+	}
+	if len(g.Only) > 0 {
+		sel.include = setOf(g.Only)
+		need := map[string]bool{}
+		for _, a := range g.Only {
+			for _, u := range graph.Upstream(a) {
+				if !sel.include[u] {
+					need[u] = true
+				}
+			}
+		}
+		// Phases outside the selection are satisfied in dependency order,
+		// each from its own upstream phases when its outputs are not in the
+		// workspace, so take every ancestor of the needed ones too.
+		for u := range graph.Ancestors(keys(need)...) {
+			if !sel.include[u] {
+				need[u] = true
+			}
+		}
+		order, err := graph.TopoOrder()
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range order {
+			if need[a] {
+				sel.outside = append(sel.outside, a)
+			}
+		}
+	}
+	if len(g.From) > 0 {
+		for a := range graph.Descendants(g.From...) {
+			sel.forced[a] = true
+		}
+		for _, a := range g.From {
+			sel.forced[a] = true
+		}
 	}
 	return sel, nil
+}
+
+// UnsatisfiedError says which phases --only needs that are neither in the
+// workspace nor in the cache.
+type UnsatisfiedError struct {
+	Missing map[string][]string // phase -> its missing outputs
+}
+
+func (e *UnsatisfiedError) Error() string {
+	names := keys(e.Missing)
+	var b strings.Builder
+	b.WriteString("--only: the selected phases need outputs that are neither in the workspace nor cached:")
+	for _, n := range names {
+		fmt.Fprintf(&b, "\n  %s: %s", n, strings.Join(e.Missing[n], ", "))
+	}
+	fmt.Fprintf(&b, "\nrun them first (cairn run %s), or drop --only", strings.Join(names, " "))
+	return b.String()
+}
+
+// satisfyOutside finds the output trees of the phases outside the
+// selection that --only phases read: from the workspace when the outputs
+// are there, else from the cache (restoring them when restore is set).
+// It never runs anything.
+func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cache.OutputFile, error) {
+	trees := map[string][]cache.OutputFile{}
+	missing := map[string][]string{}
+	for _, addr := range sel.outside {
+		p := e.spec.Phase(addr)
+		tree, absent, err := e.workspaceOutputs(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(absent) == 0 {
+			trees[addr] = tree
+			continue
+		}
+		up := map[string][]cache.OutputFile{}
+		ok := true
+		for _, u := range e.spec.Graph.Upstream(addr) {
+			t, have := trees[u]
+			if !have {
+				ok = false
+				break
+			}
+			up[u] = t
+		}
+		if ok {
+			d, err := e.decide(p, up, false)
+			if err != nil {
+				return nil, err
+			}
+			if d.entry != nil {
+				if restore {
+					for _, o := range d.restore {
+						if err := e.restoreOutput(o, treeOf(d.entry.Outputs, o)); err != nil {
+							return nil, err
+						}
+					}
+				}
+				trees[addr] = d.entry.Outputs
+				continue
+			}
+		}
+		missing[addr] = absent
+	}
+	// Only the phases an --only phase reads directly must be satisfied;
+	// a missing ancestor of a satisfied phase does not matter.
+	for addr := range missing {
+		needed := false
+		for _, d := range e.spec.Graph.Downstream(addr) {
+			if sel.include[d] {
+				needed = true
+			}
+		}
+		if !needed {
+			delete(missing, addr)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &UnsatisfiedError{Missing: missing}
+	}
+	return trees, nil
 }
 
 func (e *Engine) checkNames(names []string) error {
@@ -54,4 +219,19 @@ func (e *Engine) checkNames(names []string) error {
 		}
 	}
 	return nil
+}
+
+// IsUnknownPhase reports whether err is an UnknownPhaseError.
+func IsUnknownPhase(err error) bool {
+	var u *UnknownPhaseError
+	return errors.As(err, &u)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

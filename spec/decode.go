@@ -96,7 +96,7 @@ var experimentSchema = &hcl.BodySchema{
 		{Name: "description"},
 		{Name: "concurrency"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}, {Type: "budget"}},
 }
 
 var cacheSchema = &hcl.BodySchema{
@@ -125,8 +125,14 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 		}
 		exp.Concurrency = n
 	}
+	if b, d := onlyBlock(content.Blocks.OfType("budget"), "The experiment"); b != nil {
+		diags = append(diags, d...)
+		bud, d := decodeRunBudget(b, ctx)
+		diags = append(diags, d...)
+		exp.Budget = bud
+	}
 	var seenCache *hcl.Block
-	for _, cb := range content.Blocks {
+	for _, cb := range content.Blocks.OfType("cache") {
 		if seenCache != nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,

@@ -127,6 +127,12 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		p.Cache, d = evalBool(e, ctx, "cache")
 		diags = append(diags, d...)
 	}
+	if b, d := onlyBlock(rp.budgets, "A phase"); b != nil {
+		diags = append(diags, d...)
+		bud, d := decodePhaseBudget(b, ctx)
+		diags = append(diags, d...)
+		p.Budget = bud
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}

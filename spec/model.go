@@ -49,6 +49,8 @@ type Experiment struct {
 	// CacheDir is the cache directory from cache { dir }, made absolute
 	// against the workspace, or "" when not set.
 	CacheDir string `json:"cache_dir,omitempty"`
+	// Budget holds the whole-run limits.
+	Budget RunBudget `json:"budget,omitzero"`
 }
 
 // Phase is one evaluated phase.
@@ -83,6 +85,8 @@ type Phase struct {
 	Workdir string
 	// Cache is false for phases that must always run.
 	Cache bool
+	// Budget holds the phase's time, retry and spending limits.
+	Budget Budget
 
 	// Upstream lists, per upstream phase address, the output paths this
 	// phase reads from it; a nil slice means all of that phase's outputs

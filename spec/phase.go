@@ -29,6 +29,7 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "workdir"},
 		{Name: "cache"},
 	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}},
 }
 
 // rawPhase is a phase block decoded into expressions, before evaluation.
@@ -36,8 +37,10 @@ type rawPhase struct {
 	name  string
 	block *hcl.Block
 	attrs hcl.Attributes
-	refs  []phaseRef // from every attribute but depends_on
-	deps  []phaseRef // from depends_on
+	// budgets holds the phase's budget blocks (at most one is valid).
+	budgets []*hcl.Block
+	refs    []phaseRef // from every attribute but depends_on
+	deps    []phaseRef // from depends_on
 
 	listOutputs bool // outputs evaluated to a list
 }
@@ -78,7 +81,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		}
 		content, d := b.Body.Content(phaseSchema)
 		diags = append(diags, betterSuggestions(d, phaseSchema)...)
-		rp := &rawPhase{name: name, block: b, attrs: content.Attributes}
+		rp := &rawPhase{name: name, block: b, attrs: content.Attributes, budgets: content.Blocks.OfType("budget")}
 		raws[name] = rp
 		order = append(order, rp)
 	}

@@ -121,6 +121,7 @@ type phaseView struct {
 	Workdir   string              `json:"workdir"`
 	Cache     bool                `json:"cache"`
 	Upstream  map[string][]string `json:"upstream,omitempty"`
+	Budget    Budget              `json:"budget,omitzero"`
 }
 
 func view(s *Spec) decodeView {
@@ -130,6 +131,7 @@ func view(s *Spec) decodeView {
 			Addr: p.Addr, Command: p.Command, Shell: p.Shell, Inputs: p.Inputs, Outputs: p.Outputs,
 			Params: p.Params, Env: p.Env, SecretEnv: p.SecretEnv, PassEnv: p.PassEnv,
 			Workdir: p.Workdir, Cache: p.Cache, Upstream: p.Upstream,
+			Budget: p.Budget,
 		})
 	}
 	return v

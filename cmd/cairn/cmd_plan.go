@@ -15,13 +15,13 @@ import (
 )
 
 type planOptions struct {
-	JSON  bool
-	Force []string
+	gateFlags
+	JSON bool
 }
 
 func (o *planOptions) AddFlags(f *pflag.FlagSet) {
+	o.gateFlags.AddFlags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the plan as JSON")
-	f.StringArrayVar(&o.Force, "force", nil, "plan `PHASE` as forced to rerun (repeatable)")
 }
 
 func newPlanCommand(g *globals) *cobra.Command {
@@ -30,19 +30,19 @@ func newPlanCommand(g *globals) *cobra.Command {
 		Use:   "plan [PHASE...]",
 		Short: "Show what a run would do for each phase, and why, without running anything",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPlan(g, opts, args, opts.Force, cmd.OutOrStdout())
+			return runPlan(g, opts, args, cmd.OutOrStdout())
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runPlan(g *globals, opts planOptions, targets, force []string, out io.Writer) error {
+func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) error {
 	_, eng, err := g.openEngine(nil)
 	if err != nil {
 		return err
 	}
-	plan, err := eng.Plan(engine.PlanOptions{Targets: targets, Force: force})
+	plan, err := eng.Plan(engine.PlanOptions{Targets: targets, Gates: opts.gates()})
 	if err != nil {
 		return err
 	}

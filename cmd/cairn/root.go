@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hashicorp/hcl/v2"
@@ -38,6 +39,19 @@ type globals struct {
 
 	stderr io.Writer
 	parser *spec.Parser
+
+	// stopCh is closed by the first SIGINT/SIGTERM when a command asked
+	// for a graceful stop (run, resume); otherwise the first signal
+	// cancels the context at once.
+	stopCh         chan struct{}
+	gracefulWanted atomic.Bool
+}
+
+// graceful asks that the first interrupt only close the returned channel
+// (a graceful stop) and the second cancel the command's context.
+func (g *globals) graceful() <-chan struct{} {
+	g.gracefulWanted.Store(true)
+	return g.stopCh
 }
 
 func (g *globals) AddFlags(f *pflag.FlagSet) {
@@ -48,9 +62,23 @@ func (g *globals) AddFlags(f *pflag.FlagSet) {
 
 // Main runs the cairn command line and returns the process exit code.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	g := &globals{stderr: os.Stderr}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{})}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		n := 0
+		for range sigs {
+			n++
+			if n == 1 && g.gracefulWanted.Load() {
+				close(g.stopCh)
+				continue
+			}
+			cancel()
+		}
+	}()
 	root := newRootCommand(g)
 	root.SetArgs(terraformStyleFlags(os.Args[1:]))
 	err := root.ExecuteContext(ctx)
@@ -78,6 +106,14 @@ func newRootCommand(g *globals) *cobra.Command {
 		newPlanCommand(g),
 		newGraphCommand(g),
 		newValidateCommand(g),
+		newResumeCommand(g),
+		newStopCommand(g),
+		newStatusCommand(g),
+		newRunsCommand(g),
+		newShowCommand(g),
+		newLogsCommand(g),
+		newCheckoutCommand(g),
+		newMemoCommand(g),
 		newVersionCommand(),
 	)
 	return root
@@ -113,6 +149,7 @@ func report(g *globals, err error) int {
 	var ue usageError
 	var unknown *engine.UnknownPhaseError
 	var missing *engine.MissingInputError
+	var unsat *engine.UnsatisfiedError
 	switch {
 	case errors.As(err, &de):
 		writeDiagnostics(g.stderr, de.diags, de.files)
@@ -122,7 +159,7 @@ func report(g *globals, err error) int {
 			fmt.Fprintln(g.stderr, "cairn: "+ee.msg)
 		}
 		return ee.code
-	case errors.As(err, &ue), errors.As(err, &unknown), errors.As(err, &missing):
+	case errors.As(err, &ue), errors.As(err, &unknown), errors.As(err, &missing), errors.As(err, &unsat):
 		fmt.Fprintln(g.stderr, "cairn: "+err.Error())
 		return exitUsage
 	case isCobraUsage(err):
@@ -218,9 +255,22 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 
 // terraformStyleFlags accepts Terraform's single-dash -var and -var-file
 // by rewriting them to the double-dash form the flag parser knows.
+//
+// It also lets "cairn logs PHASE -f" mean --follow, as in tail and
+// docker logs, although -f elsewhere names the spec file.
 func terraformStyleFlags(args []string) []string {
 	out := make([]string, len(args))
+	logs := false
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			logs = a == "logs"
+			break
+		}
+	}
 	for i, a := range args {
+		if logs && a == "-f" {
+			a = "--follow"
+		}
 		for _, name := range []string{"-var", "-var-file"} {
 			if a == name || strings.HasPrefix(a, name+"=") {
 				a = "-" + a

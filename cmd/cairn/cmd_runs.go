@@ -1,0 +1,596 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// workspace returns the workspace of the spec named by -f, without
+// loading the spec: run records stay readable when the spec is broken.
+func (g *globals) workspace() (engine.Workspace, error) {
+	abs, err := filepath.Abs(g.File)
+	if err != nil {
+		return engine.Workspace{}, err
+	}
+	return engine.Workspace{Root: filepath.Dir(abs)}, nil
+}
+
+// looseCache opens the cache for commands that do not need the spec: the
+// spec's cache.dir is used when the spec loads, and ignored when it does
+// not.
+func (g *globals) looseCache() (*cache.Dir, error) {
+	var s *spec.Spec
+	if _, err := os.Stat(g.File); err == nil {
+		p := spec.NewParser()
+		if sp, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv}); !diags.HasErrors() {
+			s = sp
+		}
+	}
+	dir, err := g.cacheDir(s)
+	if err != nil {
+		return nil, err
+	}
+	return cache.Open(dir)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newResumeCommand(g *globals) *cobra.Command {
+	var asJSON bool
+	var jobs int
+	cmd := &cobra.Command{
+		Use:   "resume [RUN]",
+		Short: "Run a stopped, failed or interrupted run again with its targets and flags",
+		Long: `Run a run again with the targets, flags and -var values it was started with
+(default: the latest run). Finished phases are cached, so only what was left
+runs. Spending carries over: the new run's budget ledger starts from what the
+resumed run spent. -var given here overrides the recorded values; edit the
+spec to raise a budget.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) > 0 {
+				id = args[0]
+			}
+			prev, err := ws.FindRun(id)
+			if err != nil {
+				return nothingToResume(ws, err)
+			}
+			if id == "" && prev.Status == engine.RunSucceeded {
+				return nothingToResume(ws, fmt.Errorf("nothing to resume: the latest run %s succeeded", prev.RunID))
+			}
+			if prev.Status == engine.RunRunning {
+				return fmt.Errorf("run %s is still running (pid %d on %s); cairn stop stops it", prev.RunID, prev.PID, prev.Host)
+			}
+			req := prev.Request
+			// Recorded -var values first, so that those given now win.
+			g.Vars = append(append([]string{}, req.Vars...), g.Vars...)
+			req.Vars = g.Vars
+			if jobs > 0 {
+				req.Jobs = jobs
+			}
+			return runRun(cmd.Context(), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, asJSON, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print progress as JSON lines")
+	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "run up to `N` phases at once (default: as the resumed run)")
+	return cmd
+}
+
+// nothingToResume wraps err with the list of runs.
+func nothingToResume(ws engine.Workspace, err error) error {
+	var unknown *engine.UnknownRunError
+	if errors.As(err, &unknown) {
+		return err
+	}
+	runs, _ := ws.Runs()
+	if len(runs) == 0 {
+		return fmt.Errorf("nothing to resume: %w; start one with cairn run", err)
+	}
+	var b strings.Builder
+	b.WriteString(err.Error())
+	b.WriteString("\nruns (cairn resume RUN picks one):")
+	for _, r := range runs[max(0, len(runs)-10):] {
+		fmt.Fprintf(&b, "\n  %s  %s", r.RunID, r.Status)
+	}
+	return errors.New(b.String())
+}
+
+func newStopCommand(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop [RUN]",
+		Short: "Ask a running run to stop: no new phase starts, running phases finish and are cached",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			id := ws.CurrentRun()
+			if len(args) > 0 {
+				st, err := ws.FindRun(args[0])
+				if err != nil {
+					return err
+				}
+				id = st.RunID
+			}
+			if id == "" {
+				return errors.New("no run in progress in this workspace")
+			}
+			if err := ws.RequestStop(id); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "asked run %s to stop: no new phase starts; running phases finish and are cached\n", id)
+			return nil
+		},
+	}
+}
+
+// counts tallies a run's phase statuses.
+func counts(st *engine.RunState) map[string]int {
+	c := map[string]int{}
+	for _, ps := range st.Phases {
+		c[ps.Status]++
+	}
+	return c
+}
+
+func countLine(c map[string]int) string {
+	order := []string{engine.StatusSucceeded, engine.StatusCached, engine.StatusRestored, engine.StatusRunning, engine.StatusPending,
+		engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget, engine.StatusBlocked, engine.StatusSkipped, engine.StatusStopped}
+	var parts []string
+	for _, s := range order {
+		if c[s] > 0 {
+			name := s
+			if s == engine.StatusSucceeded {
+				name = "ran"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], strings.ReplaceAll(name, "_", " ")))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runDuration(st *engine.RunState) time.Duration {
+	end := time.Now()
+	if st.Ended != nil {
+		end = *st.Ended
+	} else if st.Status != engine.RunRunning {
+		end = st.Heartbeat
+	}
+	return end.Sub(st.Started)
+}
+
+func newStatusCommand(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the run in progress, or the latest run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			st, err := ws.FindRun(ws.CurrentRun())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), st)
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "run %s: %s", st.RunID, st.Status)
+			if st.StopReason != "" {
+				fmt.Fprintf(out, " (%s)", st.StopReason)
+			}
+			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), fmtDuration(runDuration(st)))
+			fmt.Fprintf(out, "%d phases: %s\n", len(st.Phases), countLine(counts(st)))
+			if t := st.Total(); t != (engine.Spend{}) || st.MaxCost != nil {
+				line := "spent " + fmtSpend(t)
+				if st.MaxCost != nil {
+					line += fmt.Sprintf(" of budget %s", fmtCost(*st.MaxCost))
+				}
+				fmt.Fprintln(out, line)
+			}
+			var running []string
+			for addr, ps := range st.Phases {
+				if ps.Status == engine.StatusRunning {
+					running = append(running, addr)
+				}
+			}
+			sort.Strings(running)
+			for _, a := range running {
+				ps := st.Phases[a]
+				line := "  running " + a
+				if ps.Started != nil {
+					line += " for " + fmtDuration(time.Since(*ps.Started))
+				}
+				fmt.Fprintln(out, line)
+			}
+			switch st.Status {
+			case engine.RunInterrupted, engine.RunStopped, engine.RunFailed:
+				fmt.Fprintln(out, "cairn resume continues it")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
+	return cmd
+}
+
+func fmtCost(f float64) string { return fmtSpend(engine.Spend{Cost: f})[len("cost "):] }
+
+func newRunsCommand(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List the runs of this workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			runs, err := ws.Runs()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				type row struct {
+					RunID      string         `json:"run_id"`
+					Started    time.Time      `json:"started"`
+					Status     string         `json:"status"`
+					DurationMS int64          `json:"duration_ms"`
+					Counts     map[string]int `json:"counts"`
+					Cost       float64        `json:"cost"`
+					Iterations int64          `json:"iterations"`
+					Targets    []string       `json:"targets"`
+				}
+				rows := []row{}
+				for _, r := range runs {
+					t := r.Total()
+					rows = append(rows, row{r.RunID, r.Started, r.Status, runDuration(r).Milliseconds(), counts(r), t.Cost, t.Iterations, r.Request.Targets})
+				}
+				return writeJSON(out, rows)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(out, "no runs yet")
+				return nil
+			}
+			var buf bytes.Buffer
+			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tSTARTED\tSTATUS\tDURATION\tRAN\tCACHED\tSPENT")
+			for _, r := range runs {
+				c := counts(r)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Started.Local().Format("2006-01-02 15:04:05"), r.Status,
+					fmtDuration(runDuration(r)), c[engine.StatusSucceeded], c[engine.StatusCached]+c[engine.StatusRestored], fmtCost(r.Total().Cost))
+			}
+			tw.Flush()
+			writeTrimmed(out, buf.String())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	var keep int
+	prune := &cobra.Command{
+		Use:   "prune --keep N",
+		Short: "Remove the records of all but the newest N runs (never the cache)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if keep < 0 {
+				return usageError{errors.New("--keep must be 0 or more")}
+			}
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			removed, err := ws.PruneRuns(keep)
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d run records\n", len(removed))
+			return err
+		},
+	}
+	prune.Flags().IntVar(&keep, "keep", -1, "keep the newest `N` runs")
+	_ = prune.MarkFlagRequired("keep")
+	cmd.AddCommand(prune)
+	return cmd
+}
+
+// writeTrimmed writes tabwriter output without trailing spaces.
+func writeTrimmed(w io.Writer, s string) {
+	for _, line := range strings.SplitAfter(s, "\n") {
+		if line == "" {
+			continue
+		}
+		io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
+	}
+}
+
+func newShowCommand(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show [RUN]",
+		Short: "Show the phases of a run (default: the latest)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			id := ""
+			if len(args) > 0 {
+				id = args[0]
+			}
+			st, err := ws.FindRun(id)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(out, st)
+			}
+			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, fmtDuration(runDuration(st)), len(st.Phases), countLine(counts(st)))
+			addrs := make([]string, 0, len(st.Phases))
+			for a := range st.Phases {
+				addrs = append(addrs, a)
+			}
+			sort.Strings(addrs)
+			var buf bytes.Buffer
+			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tDURATION\tCOST\tNOTE")
+			for _, a := range addrs {
+				ps := st.Phases[a]
+				dur := ""
+				if ps.DurationMS > 0 {
+					dur = fmtDuration(time.Duration(ps.DurationMS) * time.Millisecond)
+				}
+				cost := ""
+				if ps.Cost > 0 {
+					cost = fmtCost(ps.Cost)
+				}
+				att := ""
+				if ps.Attempts > 0 {
+					att = fmt.Sprint(ps.Attempts)
+				}
+				note := ps.Error
+				if note == "" && len(ps.Reasons) > 0 {
+					note = strings.Join(ps.Reasons, "; ")
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a, ps.Status, att, dur, cost, firstLine(note))
+			}
+			tw.Flush()
+			writeTrimmed(out, buf.String())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
+	return cmd
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func newLogsCommand(g *globals) *cobra.Command {
+	var runID string
+	var follow, onlyOut, onlyErr bool
+	cmd := &cobra.Command{
+		Use:   "logs PHASE",
+		Short: "Print a phase's logs from the latest run that ran it (or --run RUN)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			return runLogs(cmd.Context(), g, ws, args[0], runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "read the logs of run `RUN`")
+	cmd.Flags().BoolVar(&follow, "follow", false, "keep printing as the phase writes, until it ends (-f after logs means --follow)")
+	cmd.Flags().BoolVar(&onlyOut, "stdout", false, "print only stdout")
+	cmd.Flags().BoolVar(&onlyErr, "stderr", false, "print only stderr")
+	return cmd
+}
+
+func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {
+	var st *engine.RunState
+	if runID != "" {
+		s, err := ws.FindRun(runID)
+		if err != nil {
+			return err
+		}
+		st = s
+	} else {
+		runs, err := ws.Runs()
+		if err != nil {
+			return err
+		}
+		// The latest run in which the phase ran or was found cached.
+		for i := len(runs) - 1; i >= 0 && st == nil; i-- {
+			if ps := runs[i].Phases[phase]; ps != nil && (ps.Stdout != "" || ps.Key != "" && ps.Status != engine.StatusPending) {
+				st = runs[i]
+			}
+		}
+		if st == nil {
+			if len(runs) == 0 {
+				return engine.ErrNoRuns
+			}
+			return fmt.Errorf("phase %s has no logs in any recorded run", phase)
+		}
+	}
+	ps := st.Phases[phase]
+	if ps == nil {
+		names := make([]string, 0, len(st.Phases))
+		for a := range st.Phases {
+			names = append(names, a)
+		}
+		sort.Strings(names)
+		return &engine.UnknownPhaseError{Name: phase, Valid: names}
+	}
+	var files []string
+	if wantOut {
+		files = append(files, ps.Stdout)
+	}
+	if wantErr {
+		files = append(files, ps.Stderr)
+	}
+	if ps.Stdout == "" {
+		// Cached in that run: the logs are those of the run that produced
+		// the result, kept in the cache.
+		return cachedLogs(g, ps, wantOut, wantErr, out)
+	}
+	if !follow {
+		for i, f := range files {
+			b, err := os.ReadFile(ws.Abs(f))
+			if err != nil {
+				return err
+			}
+			if len(files) > 1 && len(b) > 0 {
+				fmt.Fprintf(out, "==> %s <==\n", f)
+			}
+			out.Write(b)
+			if len(files) > 1 && i == 0 && len(b) > 0 && b[len(b)-1] != '\n' {
+				fmt.Fprintln(out)
+			}
+		}
+		return nil
+	}
+	return followLogs(ctx, ws, st.RunID, phase, files, out)
+}
+
+func cachedLogs(g *globals, ps *engine.PhaseState, wantOut, wantErr bool, out io.Writer) error {
+	c, err := g.looseCache()
+	if err != nil {
+		return err
+	}
+	key, err := cache.ParseActionID(ps.Key)
+	if err != nil {
+		return fmt.Errorf("no logs: the phase was %s", ps.Status)
+	}
+	e, err := c.GetEntry(key)
+	if err != nil {
+		return fmt.Errorf("the phase was %s and its cached result is gone: %w", ps.Status, err)
+	}
+	for _, d := range []struct {
+		want bool
+		d    cache.Digest
+	}{{wantOut, e.Stdout}, {wantErr, e.Stderr}} {
+		if !d.want || d.d.IsZero() {
+			continue
+		}
+		b, err := c.ReadBlob(d.d)
+		if err != nil {
+			return err
+		}
+		out.Write(b)
+	}
+	return nil
+}
+
+// followLogs prints the files as they grow until the phase is no longer
+// running in the run's record.
+func followLogs(ctx context.Context, ws engine.Workspace, runID, phase string, files []string, out io.Writer) error {
+	offs := make([]int64, len(files))
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for i, f := range files {
+			fh, err := os.Open(ws.Abs(f))
+			if err != nil {
+				continue
+			}
+			if _, err := fh.Seek(offs[i], io.SeekStart); err == nil {
+				n, _ := io.Copy(out, fh)
+				offs[i] += n
+			}
+			fh.Close()
+		}
+		st, err := engine.ReadState(ws.StatePath(runID))
+		if err != nil {
+			return err
+		}
+		if ps := st.Phases[phase]; ps == nil || ps.Status != engine.StatusRunning || st.Status != engine.RunRunning {
+			// One last read happened above, after the phase ended.
+			if ps != nil && ps.Status == engine.StatusRunning {
+				continue
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func newCheckoutCommand(g *globals) *cobra.Command {
+	var runID string
+	cmd := &cobra.Command{
+		Use:   "checkout [--run RUN]",
+		Short: "Restore the outputs of the latest (or a given) run from the cache, running nothing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ws, err := g.workspace()
+			if err != nil {
+				return err
+			}
+			st, err := ws.FindRun(runID)
+			if err != nil {
+				return err
+			}
+			c, err := g.looseCache()
+			if err != nil {
+				return err
+			}
+			res, err := engine.Checkout(ws, c, st)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			for _, a := range res.Restored {
+				fmt.Fprintf(out, "%s: restored\n", a)
+			}
+			fmt.Fprintf(out, "checked out run %s: %s restored, %d already in place", st.RunID, plural(len(res.Restored), "phase"), res.UpToDate)
+			if len(res.NotCached) > 0 {
+				fmt.Fprintf(out, ", %d not in the cache (%s)", len(res.NotCached), strings.Join(res.NotCached, ", "))
+			}
+			fmt.Fprintln(out)
+			if len(res.NotCached) > 0 {
+				return &exitError{code: exitFailed, msg: "some results are no longer in the cache; cairn run rebuilds them"}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run", "", "restore the outputs of run `RUN` (default: the latest)")
+	return cmd
+}

@@ -1,0 +1,405 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// Causes of a phase's context ending early.
+var (
+	errTimedOut   = errors.New("timed out")
+	errOverBudget = errors.New("over budget")
+)
+
+// fail records a phase that did not succeed (failed, timed out or over
+// budget).
+func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
+	if perr.Status == "" {
+		perr.Status = StatusFailed
+	}
+	end := r.e.now()
+	r.mu.Lock()
+	r.res.Failures[addr] = perr
+	r.mu.Unlock()
+	r.state.phase(addr, func(ps *PhaseState) {
+		ps.Status = perr.Status
+		ps.Error = perr.Error()
+		ps.LogTail = perr.Tail
+		t := end.UTC()
+		ps.Ended = &t
+	})
+	r.e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: perr.Status, Err: perr, Duration: end.Sub(began), Time: end})
+	return false
+}
+
+// attemptResult is how one execution of a phase's command ended.
+type attemptResult struct {
+	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped
+	perr   *PhaseError
+}
+
+// execute runs a phase's command, retrying it as its budget allows, and
+// stores its outputs.
+func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
+	e := r.e
+	addr := p.Addr
+	began := e.now()
+	ckpt := filepath.Join(e.ws.StateDir(), "checkpoints", d.key.String())
+	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})
+	}
+	ph := &phaseRun{
+		p:          p,
+		d:          d,
+		logBase:    filepath.Join(r.runDir, "logs", safeName(addr)),
+		reportPath: filepath.Join(r.runDir, "reports", safeName(addr)+".jsonl"),
+		ckpt:       ckpt,
+	}
+	if err := os.WriteFile(ph.reportPath, nil, 0o644); err != nil {
+		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create report file: %w", err)})
+	}
+	attempts := 1 + p.Budget.Retries
+	for attempt := 1; ; attempt++ {
+		res := r.attempt(ctx, ph, attempt)
+		switch res.status {
+		case StatusSucceeded:
+			return r.succeed(ph, began)
+		case StatusStopped:
+			end := e.now()
+			r.state.phase(addr, func(ps *PhaseState) {
+				ps.Status = StatusStopped
+				ps.Error = "stopped: the run was interrupted while the phase ran"
+			})
+			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Duration: end.Sub(began), Spend: ph.spent, Time: end})
+			return false
+		case StatusFailed, StatusTimedOut:
+			if attempt < attempts && r.waitRetry(ctx, ph, attempt, res) {
+				continue
+			}
+		}
+		return r.fail(addr, began, res.perr)
+	}
+}
+
+// phaseRun is what the attempts of one phase share.
+type phaseRun struct {
+	p          *spec.Phase
+	d          *Decision
+	logBase    string
+	reportPath string
+	reportOff  int64
+	reportLine int
+	ckpt       string
+	spent      Spend // over all attempts
+	sawCost    bool
+	stdout     string
+	stderr     string
+	duration   time.Duration
+}
+
+// waitRetry waits out the backoff before another attempt. It returns
+// false when the run is stopping and the phase should not run again.
+func (r *runner) waitRetry(ctx context.Context, ph *phaseRun, attempt int, res attemptResult) bool {
+	wait := r.backoff << (attempt - 1)
+	if wait > time.Minute || wait <= 0 {
+		wait = time.Minute
+	}
+	r.e.rep.Report(Event{Kind: EventRetry, Phase: ph.p.Addr, Attempt: attempt + 1, Err: res.perr,
+		Message: fmt.Sprintf("%s; retrying in %s (attempt %d of %d)", res.perr.Error(), wait, attempt+1, 1+ph.p.Budget.Retries), Time: r.e.now()})
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	case <-r.stopCh:
+		return false
+	}
+	// Keep each earlier attempt's logs beside the last one's.
+	for _, ext := range []string{".stdout", ".stderr"} {
+		_ = os.Rename(ph.logBase+ext, ph.logBase+".attempt"+strconv.Itoa(attempt)+ext)
+	}
+	return true
+}
+
+// attempt runs the phase's command once.
+func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attemptResult {
+	e := r.e
+	p := ph.p
+	addr := p.Addr
+	failed := func(err error) attemptResult {
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}}
+	}
+	if err := e.prepareOutputs(p); err != nil {
+		return failed(err)
+	}
+	stdoutPath, stderrPath := ph.logBase+".stdout", ph.logBase+".stderr"
+	ph.stdout, ph.stderr = stdoutPath, stderrPath
+	relErr := e.ws.Rel(stderrPath)
+	stdoutF, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return failed(err)
+	}
+	defer stdoutF.Close()
+	stderrF, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return failed(err)
+	}
+	defer stderrF.Close()
+
+	marker := r.runID + "/" + safeName(addr) + "/" + strconv.Itoa(attempt)
+	env, secrets, err := r.environment(ph, attempt, marker)
+	if err != nil {
+		return failed(err)
+	}
+	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker}
+	var masks []*maskWriter
+	if len(secrets) > 0 {
+		mo, me := newMaskWriter(stdoutF, secrets), newMaskWriter(stderrF, secrets)
+		masks = append(masks, mo, me)
+		job.Stdout, job.Stderr = mo, me
+	}
+
+	jctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if t := p.Budget.Timeout; t > 0 {
+		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
+		defer timer.Stop()
+	}
+	var last Spend
+	var overMsg string
+	watcher := newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
+		func(total Spend) {
+			delta := Spend{Cost: total.Cost - last.Cost, Iterations: total.Iterations - last.Iterations}
+			last = total
+			ph.spent = ph.spent.Add(delta)
+			spent := ph.spent
+			r.addSpend(delta)
+			r.state.phase(addr, func(ps *PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
+			e.rep.Report(Event{Kind: EventSpend, Phase: addr, Spend: spent, Time: e.now()})
+			if msg := overBudget(p.Budget, spent); msg != "" && overMsg == "" {
+				overMsg = msg
+				cancel(errOverBudget)
+			}
+		},
+		func(n int, line string, err error) {
+			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
+				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
+		})
+
+	startT := e.now().UTC()
+	r.state.phase(addr, func(ps *PhaseState) {
+		ps.Status = StatusRunning
+		ps.Attempts = attempt
+		ps.Started = &startT
+		ps.Ended = nil
+		ps.ExitCode = nil
+		ps.Error = ""
+		ps.Stdout = e.ws.Rel(stdoutPath)
+		ps.Stderr = relErr
+	})
+	e.rep.Report(Event{Kind: EventStart, Phase: addr, Reasons: ph.d.Reasons, Attempt: attempt, Time: startT})
+	watcher.start()
+	code, runErr := e.exec.Run(jctx, job)
+	for _, m := range masks {
+		_ = m.Close()
+	}
+	_, saw := watcher.finish()
+	ph.sawCost = ph.sawCost || saw
+	ph.reportOff, ph.reportLine = watcher.position()
+	end := e.now()
+	ph.duration = end.Sub(startT)
+	endT := end.UTC()
+	r.state.phase(addr, func(ps *PhaseState) {
+		ps.Ended = &endT
+		ps.DurationMS = end.Sub(startT).Milliseconds()
+		if runErr == nil {
+			c := code
+			ps.ExitCode = &c
+		}
+	})
+
+	if runErr != nil && jctx.Err() != nil {
+		cause := context.Cause(jctx)
+		switch {
+		case errors.Is(cause, errOverBudget):
+			return attemptResult{status: StatusOverBudget, perr: &PhaseError{Phase: addr, Status: StatusOverBudget, Log: relErr,
+				Err: fmt.Errorf("stopped over budget: %s", overMsg)}}
+		case errors.Is(cause, errTimedOut):
+			return attemptResult{status: StatusTimedOut, perr: &PhaseError{Phase: addr, Status: StatusTimedOut, Log: relErr,
+				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}}
+		default:
+			return attemptResult{status: StatusStopped}
+		}
+	}
+	if runErr != nil {
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr}}
+	}
+	if code != 0 {
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20)}}
+	}
+	if overMsg == "" {
+		if msg := overBudget(p.Budget, ph.spent); msg != "" {
+			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
+				Message: fmt.Sprintf("phase %s finished before cairn could stop it, but reported spending over its budget: %s", addr, msg)})
+		}
+	}
+	return attemptResult{status: StatusSucceeded}
+}
+
+// overBudget says how spent exceeds b, or returns "".
+func overBudget(b spec.Budget, spent Spend) string {
+	if b.MaxCost != nil && spent.Cost > *b.MaxCost {
+		return fmt.Sprintf("spent %s of max_cost %s", fmtCost(spent.Cost), fmtCost(*b.MaxCost))
+	}
+	if b.MaxIterations != nil && spent.Iterations > *b.MaxIterations {
+		return fmt.Sprintf("ran %d of max_iterations %d", spent.Iterations, *b.MaxIterations)
+	}
+	return ""
+}
+
+// succeed collects and stores the outputs of a phase whose command
+// succeeded.
+func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
+	e := r.e
+	p := ph.p
+	relErr := e.ws.Rel(ph.stderr)
+	tree, err := e.collectOutputs(p)
+	if err != nil {
+		return r.fail(p.Addr, began, &PhaseError{Phase: p.Addr, Err: err, Log: relErr})
+	}
+	if p.Budget.MaxCost != nil && !ph.sawCost {
+		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
+			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, fmtCost(*p.Budget.MaxCost))})
+	}
+	if p.Cache {
+		if err := r.store(ph, tree); err != nil {
+			// The outputs are fine; only caching failed. Say so and go on.
+			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", p.Addr, err), Time: e.now()})
+		}
+	}
+	// The phase is done: its checkpoints are no longer needed.
+	_ = os.RemoveAll(ph.ckpt)
+	r.finish(p.Addr, ph.d, StatusSucceeded, tree, began)
+	return true
+}
+
+// store writes the phase's logs and action entry to the cache; the
+// outputs' blobs are already there (collectOutputs stored them), so the
+// entry never references a missing blob.
+func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
+	c := r.e.cache
+	outD, _, err := c.PutFile(ph.stdout)
+	if err != nil {
+		return err
+	}
+	errD, _, err := c.PutFile(ph.stderr)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	who := ""
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	entry := &cache.Entry{
+		Format:     1,
+		Key:        ph.d.key,
+		Phase:      ph.p.Addr,
+		Components: ph.d.components,
+		Outputs:    tree,
+		ExitCode:   0,
+		Stdout:     outD,
+		Stderr:     errD,
+		Cost:       ph.spent.Cost,
+		Iterations: ph.spent.Iterations,
+		DurationMS: ph.duration.Milliseconds(),
+		Created:    r.e.now().UTC(),
+		Host:       host,
+		User:       who,
+	}
+	return c.PutEntry(entry)
+}
+
+// environment builds a phase's clean environment: a minimal passthrough,
+// declared env, pass_env and secret_env from the caller, and CAIRN_*
+// variables. It returns the secret values for masking.
+func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string, []string, error) {
+	e := r.e
+	p := ph.p
+	var env []string
+	path := os.Getenv("PATH")
+	if r.binDir != "" {
+		path = r.binDir + string(os.PathListSeparator) + path
+	}
+	env = append(env, "PATH="+path)
+	for _, k := range []string{"HOME", "USER", "LOGNAME", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, k := range p.PassEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	var secrets []string
+	for _, k := range p.SecretEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+			secrets = append(secrets, v)
+		}
+	}
+	for k, v := range p.Env {
+		env = append(env, k+"="+v)
+	}
+	paramsPath := filepath.Join(r.runDir, "params", safeName(p.Addr)+".json")
+	if err := os.WriteFile(paramsPath, paramsJSON(p.Params), 0o644); err != nil {
+		return nil, nil, fmt.Errorf("write params: %w", err)
+	}
+	env = append(env,
+		"CAIRN_PHASE="+p.Addr,
+		"CAIRN_RUN_ID="+r.runID,
+		"CAIRN_JOB="+marker,
+		"CAIRN_ATTEMPT="+strconv.Itoa(attempt),
+		"CAIRN_WORKSPACE="+e.ws.Root,
+		"CAIRN_PARAMS="+paramsPath,
+		"CAIRN_REPORT="+ph.reportPath,
+		"CAIRN_CHECKPOINT_DIR="+ph.ckpt,
+		"CAIRN_CACHE_DIR="+e.cache.Root(),
+	)
+	if len(p.SecretEnv) > 0 {
+		// Names only, so that cairn memo can refuse to hash a secret.
+		env = append(env, "CAIRN_SECRET_NAMES="+joinComma(p.SecretEnv))
+	}
+	if b := p.Budget.MaxCost; b != nil {
+		env = append(env, "CAIRN_MAX_COST="+fmtCost(*b))
+	}
+	if b := p.Budget.MaxIterations; b != nil {
+		env = append(env, "CAIRN_MAX_ITERATIONS="+strconv.FormatInt(*b, 10))
+	}
+	for k, v := range p.Params {
+		env = append(env, "CAIRN_PARAM_"+envName(k)+"="+paramText(v))
+	}
+	return env, secrets, nil
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+)
+
+// MemoOptions describe one memoised command.
+type MemoOptions struct {
+	// Argv is the command to run.
+	Argv []string
+	// EnvNames are environment variables whose values enter the key.
+	EnvNames []string
+	// Inputs are files whose content enters the key.
+	Inputs []string
+	// Stdin is the command's input; nil means none. It is read whole
+	// before the command starts, since its content is part of the key.
+	Stdin io.Reader
+	// Stdout receives the command's stdout (live on a miss, replayed on a
+	// hit); Stderr receives its stderr on a miss only.
+	Stdout, Stderr io.Writer
+	// Environ is the environment the command runs in, KEY=VALUE.
+	Environ []string
+	// Dir is the working directory ("" for the current one).
+	Dir string
+}
+
+// MemoResult says how a memoised command ended.
+type MemoResult struct {
+	ExitCode int
+	Hit      bool
+	// Spend is what the command reported when it ran: charged now on a
+	// miss, recorded but not charged again on a hit.
+	Spend Spend
+	Key   cache.ActionID
+}
+
+func lookupEnv(environ []string, name string) (string, bool) {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// memoComponents builds the key of a memoised call.
+func memoComponents(o *MemoOptions, stdin []byte) ([]cache.Component, error) {
+	argv, _ := json.Marshal(o.Argv)
+	comps := []cache.Component{
+		{Kind: "memo", Name: "format", Value: "1"},
+		{Kind: "memo", Name: "argv", Value: string(argv)},
+		{Kind: "memo", Name: "stdin", Value: cache.HashBytes(stdin).String()},
+	}
+	secret := map[string]bool{}
+	if names, ok := lookupEnv(o.Environ, "CAIRN_SECRET_NAMES"); ok {
+		for _, n := range strings.Split(names, ",") {
+			secret[n] = true
+		}
+	}
+	for _, n := range o.EnvNames {
+		if secret[n] {
+			return nil, fmt.Errorf("--env %s: %s is a secret_env variable of this phase; secrets never enter a key", n, n)
+		}
+		v, ok := lookupEnv(o.Environ, n)
+		val := "unset"
+		if ok {
+			val = "=" + v
+		}
+		comps = append(comps, cache.Component{Kind: "env", Name: n, Value: val})
+	}
+	for _, in := range o.Inputs {
+		p := in
+		if !filepath.IsAbs(p) && o.Dir != "" {
+			p = filepath.Join(o.Dir, p)
+		}
+		d, _, err := cache.HashFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("--input %s: %w", in, err)
+		}
+		comps = append(comps, cache.Component{Kind: "input", Name: in, Value: d.String()})
+	}
+	return comps, nil
+}
+
+// Memo runs a command through the cache: a call whose argv, stdin, named
+// environment variables and input files were seen before replays the
+// recorded stdout and exit status without running anything; otherwise the
+// command runs, and its stdout, exit status and reported spending are
+// recorded. A command killed by a signal, or interrupted, is not recorded.
+func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error) {
+	if len(o.Argv) == 0 {
+		return nil, errors.New("no command given")
+	}
+	var stdin []byte
+	if o.Stdin != nil {
+		b, err := io.ReadAll(o.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		stdin = b
+	}
+	comps, err := memoComponents(&o, stdin)
+	if err != nil {
+		return nil, err
+	}
+	key := cache.ComputeKey(comps)
+	if e, err := c.GetEntry(key); err == nil {
+		out, err := c.ReadBlob(e.Stdout)
+		if err == nil {
+			if _, err := o.Stdout.Write(out); err != nil {
+				return nil, err
+			}
+			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
+		}
+		// The blob was corrupt and moved aside: run the command again.
+	}
+
+	tmpDir, err := os.MkdirTemp("", "cairn-memo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	outPath := filepath.Join(tmpDir, "stdout")
+	outF, err := os.Create(outPath)
+	if err != nil {
+		return nil, err
+	}
+	defer outF.Close()
+	reportPath := filepath.Join(tmpDir, "report.jsonl")
+	parentReport, hasReport := lookupEnv(o.Environ, "CAIRN_REPORT")
+	env := make([]string, 0, len(o.Environ)+1)
+	for _, kv := range o.Environ {
+		if !strings.HasPrefix(kv, "CAIRN_REPORT=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "CAIRN_REPORT="+reportPath)
+
+	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	cmd.Dir = o.Dir
+	cmd.Env = env
+	cmd.Stdin = bytes.NewReader(stdin)
+	cmd.Stdout = io.MultiWriter(o.Stdout, outF)
+	cmd.Stderr = o.Stderr
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", o.Argv[0], err)
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		case <-done:
+		}
+	}()
+	waitErr := cmd.Wait()
+	close(done)
+
+	// Whatever the command reported was spent: pass it on to the phase's
+	// report, whether or not the call is recorded.
+	report, _ := os.ReadFile(reportPath)
+	var spend Spend
+	for _, line := range bytes.Split(report, []byte("\n")) {
+		if r, err := ParseReportLine(line); err == nil {
+			spend = spend.Add(r.Spend)
+		}
+	}
+	if len(report) > 0 && hasReport && parentReport != "" {
+		if report[len(report)-1] != '\n' {
+			report = append(report, '\n')
+		}
+		if f, err := os.OpenFile(parentReport, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+			_, _ = f.Write(report)
+			f.Close()
+		}
+	}
+
+	res := &MemoResult{Spend: spend, Key: key}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+			return res, nil
+		}
+		res.ExitCode = ee.ExitCode()
+	default:
+		return nil, waitErr
+	}
+	if ctx.Err() != nil {
+		return res, nil
+	}
+	if err := outF.Sync(); err != nil {
+		return res, nil
+	}
+	outD, _, err := c.PutFile(outPath)
+	if err != nil {
+		return res, fmt.Errorf("record the call in the cache: %w", err)
+	}
+	host, _ := os.Hostname()
+	entry := &cache.Entry{
+		Format:     cache.EntryFormat,
+		Key:        key,
+		Phase:      "memo",
+		Components: comps,
+		ExitCode:   res.ExitCode,
+		Stdout:     outD,
+		Cost:       spend.Cost,
+		Iterations: spend.Iterations,
+		Created:    time.Now().UTC(),
+		Host:       host,
+	}
+	if err := c.PutEntry(entry); err != nil {
+		return res, fmt.Errorf("record the call in the cache: %w", err)
+	}
+	return res, nil
+}

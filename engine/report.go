@@ -1,0 +1,191 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sync"
+	"time"
+)
+
+// Spend is what a phase, a memoised call or a run reported spending.
+type Spend struct {
+	Cost       float64 `json:"cost"`
+	Iterations int64   `json:"iterations"`
+}
+
+// Add returns s plus o.
+func (s Spend) Add(o Spend) Spend {
+	return Spend{Cost: s.Cost + o.Cost, Iterations: s.Iterations + o.Iterations}
+}
+
+// ReportLine is one line a phase appended to $CAIRN_REPORT. Fields other
+// than cost and iterations are allowed and ignored.
+type ReportLine struct {
+	Spend
+	// HasCost is true when the line carried a cost field.
+	HasCost bool
+}
+
+// ParseReportLine parses one $CAIRN_REPORT line: a JSON object with
+// optional numeric "cost" (finite, zero or more) and "iterations" (a
+// whole number, zero or more).
+func ParseReportLine(line []byte) (ReportLine, error) {
+	var raw map[string]json.RawMessage
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 || line[0] != '{' {
+		return ReportLine{}, errors.New(`not a JSON object (write lines like {"cost": 0.02, "iterations": 1})`)
+	}
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return ReportLine{}, fmt.Errorf("not a JSON object: %v", err)
+	}
+	var r ReportLine
+	if v, ok := raw["cost"]; ok {
+		var f float64
+		if err := json.Unmarshal(v, &f); err != nil {
+			return ReportLine{}, fmt.Errorf("cost %s is not a number", v)
+		}
+		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+			return ReportLine{}, fmt.Errorf("cost %s is negative", v)
+		}
+		r.Cost, r.HasCost = f, true
+	}
+	if v, ok := raw["iterations"]; ok {
+		var n int64
+		if err := json.Unmarshal(v, &n); err != nil || n < 0 {
+			return ReportLine{}, fmt.Errorf("iterations %s is not a whole number, zero or more", v)
+		}
+		r.Iterations = n
+	}
+	return r, nil
+}
+
+// reportWatcher follows a phase's $CAIRN_REPORT file while it runs and
+// sums what it reports. onChange is called (from the watcher's goroutine
+// or from finish) after each new batch of lines with the running total;
+// onBad for each malformed line with its 1-based number.
+type reportWatcher struct {
+	path     string
+	onChange func(total Spend)
+	onBad    func(lineNo int, line string, err error)
+
+	mu       sync.Mutex
+	off      int64
+	lineNo   int
+	partial  []byte
+	total    Spend
+	sawCost  bool
+	stop     chan struct{}
+	done     chan struct{}
+	interval time.Duration
+}
+
+// newReportWatcher follows path from byte offset off; lines before it
+// belong to earlier attempts and are not counted again.
+func newReportWatcher(path string, off int64, lineNo int, interval time.Duration, onChange func(Spend), onBad func(int, string, error)) *reportWatcher {
+	return &reportWatcher{path: path, off: off, lineNo: lineNo, onChange: onChange, onBad: onBad, interval: interval}
+}
+
+// position returns the offset and line count read so far.
+func (w *reportWatcher) position() (int64, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.off, w.lineNo
+}
+
+// start begins polling; call finish when the phase has ended.
+func (w *reportWatcher) start() {
+	w.stop = make(chan struct{})
+	w.done = make(chan struct{})
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(w.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stop:
+				return
+			case <-t.C:
+				w.poll(false)
+			}
+		}
+	}()
+}
+
+// finish stops polling and reads what is left, a last line without a
+// newline included. It returns the total.
+func (w *reportWatcher) finish() (Spend, bool) {
+	if w.stop != nil {
+		close(w.stop)
+		<-w.done
+		w.stop = nil
+	}
+	w.poll(true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total, w.sawCost
+}
+
+func (w *reportWatcher) poll(final bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f, err := os.Open(w.path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(w.off, io.SeekStart); err != nil {
+		return
+	}
+	// Read at most 1 MiB per poll so that a runaway writer cannot make
+	// cairn hold its whole report in memory.
+	buf, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	w.off += int64(len(buf))
+	data := append(w.partial, buf...)
+	changed := false
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		changed = w.take(data[:i]) || changed
+		data = data[i+1:]
+	}
+	if final && len(bytes.TrimSpace(data)) > 0 {
+		changed = w.take(data) || changed
+		data = nil
+	}
+	if len(data) > 64<<10 {
+		// A line this long is not a report; count it as one bad line.
+		w.lineNo++
+		w.onBad(w.lineNo, string(data[:80])+"...", errors.New("line longer than 64 KiB"))
+		data = nil
+	}
+	w.partial = append([]byte(nil), data...)
+	if changed && w.onChange != nil {
+		w.onChange(w.total)
+	}
+}
+
+func (w *reportWatcher) take(line []byte) bool {
+	w.lineNo++
+	if len(bytes.TrimSpace(line)) == 0 {
+		return false
+	}
+	r, err := ParseReportLine(line)
+	if err != nil {
+		text := string(line)
+		if len(text) > 200 {
+			text = text[:200] + "..."
+		}
+		w.onBad(w.lineNo, text, err)
+		return false
+	}
+	w.total = w.total.Add(r.Spend)
+	w.sawCost = w.sawCost || r.HasCost
+	return true
+}
