@@ -252,8 +252,8 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			status = RunSucceeded
 		}
 		st.Status = status
-		if status != RunSucceeded {
-			st.StopReason = reason
+		if status == RunSucceeded {
+			st.StopReason = ""
 		}
 		for _, ps := range st.Phases {
 			r.res.Counts[ps.Status]++
@@ -305,6 +305,7 @@ func (r *runner) requestStop(reason string) {
 		r.reason = reason
 		r.mu.Unlock()
 		close(r.stopCh)
+		r.state.update(func(st *RunState) { st.StopReason = reason })
 		r.e.rep.Report(Event{Kind: EventStopping, Message: reason, Time: r.e.now()})
 	})
 }

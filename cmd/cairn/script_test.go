@@ -28,7 +28,10 @@ func TestScript(t *testing.T) {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfor": cmdWaitFor,
+			"waitfor":   cmdWaitFor,
+			"runstate":  cmdRunState,
+			"waitstate": cmdWaitState,
+			"census":    cmdCensus,
 		},
 	})
 }
