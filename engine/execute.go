@@ -179,7 +179,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	var overMsg string
 	watcher := newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
 		func(total Spend) {
-			delta := Spend{Cost: total.Cost - last.Cost, Iterations: total.Iterations - last.Iterations}
+			delta := Spend{Cost: roundCost(total.Cost - last.Cost), Iterations: total.Iterations - last.Iterations}
 			last = total
 			ph.spent = ph.spent.Add(delta)
 			spent := ph.spent

@@ -18,10 +18,13 @@ type Spend struct {
 	Iterations int64   `json:"iterations"`
 }
 
-// Add returns s plus o.
+// Add returns s plus o. Costs are rounded to nine decimals, so that sums
+// of decimal amounts (0.1 + 0.2) read as users expect.
 func (s Spend) Add(o Spend) Spend {
-	return Spend{Cost: s.Cost + o.Cost, Iterations: s.Iterations + o.Iterations}
+	return Spend{Cost: roundCost(s.Cost + o.Cost), Iterations: s.Iterations + o.Iterations}
 }
+
+func roundCost(f float64) float64 { return math.Round(f*1e9) / 1e9 }
 
 // ReportLine is one line a phase appended to $CAIRN_REPORT. Fields other
 // than cost and iterations are allowed and ignored.

@@ -444,17 +444,16 @@ func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID 
 			if len(runs) == 0 {
 				return engine.ErrNoRuns
 			}
-			return fmt.Errorf("phase %s has no logs in any recorded run", phase)
+			latest := runs[len(runs)-1]
+			if latest.Phases[phase] == nil {
+				return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(latest.Phases)}
+			}
+			return fmt.Errorf("phase %s has no logs in any recorded run: it has not run yet", phase)
 		}
 	}
 	ps := st.Phases[phase]
 	if ps == nil {
-		names := make([]string, 0, len(st.Phases))
-		for a := range st.Phases {
-			names = append(names, a)
-		}
-		sort.Strings(names)
-		return &engine.UnknownPhaseError{Name: phase, Valid: names}
+		return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(st.Phases)}
 	}
 	var files []string
 	if wantOut {
@@ -593,4 +592,13 @@ func newCheckoutCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&runID, "run", "", "restore the outputs of run `RUN` (default: the latest)")
 	return cmd
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
