@@ -196,7 +196,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
 		})
 
-	startT := e.now().UTC()
+	start := e.now()
+	startT := start.UTC()
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Status = StatusRunning
 		ps.Attempts = attempt
@@ -217,11 +218,11 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	ph.sawCost = ph.sawCost || saw
 	ph.reportOff, ph.reportLine = watcher.position()
 	end := e.now()
-	ph.duration = end.Sub(startT)
+	ph.duration = end.Sub(start)
 	endT := end.UTC()
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Ended = &endT
-		ps.DurationMS = end.Sub(startT).Milliseconds()
+		ps.DurationMS = end.Sub(start).Milliseconds()
 		if runErr == nil {
 			c := code
 			ps.ExitCode = &c
