@@ -5,7 +5,7 @@ DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-short demo demo-clean lint fuzz bench-go clean
+.PHONY: build test test-short demo demo-budget demo-clean lint fuzz bench-go clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cairn
@@ -21,8 +21,16 @@ test-short:
 demo: build
 	cd $(DEMO) && CAIRN_CACHE_DIR=$(DEMO_CACHE) $(CURDIR)/$(BIN) run
 
+# The budget story: a phase stopped over budget, the run budget reached,
+# both raised and resumed, with memoised calls never paid twice.
+BUDGET_DEMO := examples/llm-budget
+demo-budget: build
+	rm -rf $(BUDGET_DEMO)/.cairn $(BUDGET_DEMO)/data $(BUDGET_DEMO)/out $(CURDIR)/.demo-budget-cache
+	cd $(BUDGET_DEMO) && CAIRN_CACHE_DIR=$(CURDIR)/.demo-budget-cache sh demo.sh $(CURDIR)/$(BIN)
+
 demo-clean:
 	rm -rf $(DEMO)/.cairn $(DEMO)/data $(DEMO)/out $(DEMO_CACHE)
+	rm -rf $(BUDGET_DEMO)/.cairn $(BUDGET_DEMO)/data $(BUDGET_DEMO)/out $(CURDIR)/.demo-budget-cache
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

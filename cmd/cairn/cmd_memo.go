@@ -22,7 +22,11 @@ The call's key is its argv, its stdin, the values of the --env variables and
 the content of the --input files. A call seen before replays the recorded
 stdout and exit status without running anything, and what it reported
 through $CAIRN_REPORT is not charged again. A loop of paid API calls
-interrupted half way therefore pays only for the calls it had not made.`,
+interrupted half way therefore pays only for the calls it had not made.
+
+Stdin is read whole before the command runs, since it is part of the key:
+inside a "while read" loop, give cairn memo </dev/null so that it does not
+swallow the loop's input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var c *cache.Dir
