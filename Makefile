@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseEntry$$' -fuzztime=$(FUZZTIME) ./cache
 	$(GO) test -run='^$$' -fuzz='^FuzzKeyEncoding$$' -fuzztime=$(FUZZTIME) ./cache
 	$(GO) test -run='^$$' -fuzz='^FuzzPutGet$$' -fuzztime=$(FUZZTIME) ./cache
+	$(GO) test -run='^$$' -fuzz='^FuzzParseReportLine$$' -fuzztime=$(FUZZTIME) ./engine
 
 # Go benchmarks for the hot paths (hashing, store, restore, keys, planning).
 bench-go:

@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseReportLine(t *testing.T) {
+	tests := map[string]struct {
+		line    string
+		want    ReportLine
+		wantErr string
+	}{
+		"both":          {line: `{"cost": 0.02, "iterations": 1}`, want: ReportLine{Spend: Spend{Cost: 0.02, Iterations: 1}, HasCost: true}},
+		"cost only":     {line: `{"cost": 1.5}`, want: ReportLine{Spend: Spend{Cost: 1.5}, HasCost: true}},
+		"other fields":  {line: ` {"iterations": 3, "model": "m1", "tokens": 120} `, want: ReportLine{Spend: Spend{Iterations: 3}}},
+		"empty object":  {line: `{}`, want: ReportLine{}},
+		"not json":      {line: `cost=1`, wantErr: "not a JSON object"},
+		"array":         {line: `[1]`, wantErr: "not a JSON object"},
+		"truncated":     {line: `{"cost": 0.`, wantErr: "not a JSON object"},
+		"string cost":   {line: `{"cost": "1"}`, wantErr: "cost \"1\" is not a number"},
+		"negative cost": {line: `{"cost": -1}`, wantErr: "negative"},
+		"float iters":   {line: `{"iterations": 1.5}`, wantErr: "not a whole number"},
+		"negative iter": {line: `{"iterations": -2}`, wantErr: "not a whole number"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseReportLine([]byte(tt.line))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseReportLine(%q) error = %v, want it to contain %q", tt.line, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseReportLine(%q) (-want +got):\n%s", tt.line, diff)
+			}
+		})
+	}
+}
+
+// TestReportWatcher appends lines in pieces, a line split across polls
+// and a bad line included, and checks the running total and warnings.
+func TestReportWatcher(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var totals []Spend
+	var bad []int
+	w := newReportWatcher(path, 0, 0, time.Hour, func(s Spend) { totals = append(totals, s) }, func(n int, _ string, _ error) { bad = append(bad, n) })
+	write := func(s string) {
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"cost": 0.1}` + "\n" + `{"cost": 0.`)
+	w.poll(false)
+	write("2, \"iterations\": 2}\nnonsense\n")
+	w.poll(false)
+	write(`{"cost": 0.3}`) // no newline: only counted at the end
+	w.poll(false)
+	total, saw := w.finish()
+	if want := (Spend{Cost: 0.6, Iterations: 2}); total != want || !saw {
+		t.Errorf("total = %+v, %v; want %+v, true", total, saw, want)
+	}
+	if diff := cmp.Diff([]Spend{{Cost: 0.1}, {Cost: 0.3, Iterations: 2}, {Cost: 0.6, Iterations: 2}}, totals); diff != "" {
+		t.Errorf("totals (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{3}, bad); diff != "" {
+		t.Errorf("bad lines (-want +got):\n%s", diff)
+	}
+	// A second attempt starts where the first stopped.
+	off, line := w.position()
+	write("\n" + `{"cost": 1}` + "\n")
+	w2 := newReportWatcher(path, off, line, time.Hour, nil, func(int, string, error) {})
+	if total, _ := w2.finish(); total != (Spend{Cost: 1}) {
+		t.Errorf("second attempt total = %+v, want cost 1", total)
+	}
+}
+
+// FuzzParseReportLine: any bytes give a result or an error, never a
+// panic, and an accepted line has a usable spend.
+func FuzzParseReportLine(f *testing.F) {
+	for _, s := range []string{`{"cost": 0.02, "iterations": 1}`, `{}`, `{"cost": 1e308}`, `{"iterations": 9223372036854775807}`, `nonsense`, `{"cost": null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseReportLine(b)
+		if err != nil {
+			return
+		}
+		if r.Cost < 0 || r.Iterations < 0 || r.Cost != r.Cost {
+			t.Fatalf("ParseReportLine(%q) = %+v", b, r)
+		}
+	})
+}
