@@ -208,6 +208,12 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	if err := outF.Sync(); err != nil {
 		return res, nil
 	}
+	// Secrets never reach the cache: an output holding the value of one of
+	// the phase's secret_env variables is passed on but not recorded.
+	if name := leakedSecret(o.Environ, outPath); name != "" {
+		fmt.Fprintf(o.Stderr, "cairn memo: not cached: the output holds the value of secret %s\n", name)
+		return res, nil
+	}
 	outD, _, err := c.PutFile(outPath)
 	if err != nil {
 		return res, fmt.Errorf("record the call in the cache: %w", err)
@@ -229,4 +235,23 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 		return res, fmt.Errorf("record the call in the cache: %w", err)
 	}
 	return res, nil
+}
+
+// leakedSecret returns the name of a secret_env variable whose value
+// appears in the file, or "".
+func leakedSecret(environ []string, path string) string {
+	names, ok := lookupEnv(environ, "CAIRN_SECRET_NAMES")
+	if !ok {
+		return ""
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, n := range strings.Split(names, ",") {
+		if v, ok := lookupEnv(environ, n); ok && len(v) >= 4 && bytes.Contains(data, []byte(v)) {
+			return n
+		}
+	}
+	return ""
 }
