@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/spec"
 )
 
 // RunOptions select and shape a run.
@@ -413,6 +414,7 @@ type phaseResult struct {
 // budget, starts no new phase but waits for the running ones.
 func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
+	pools := newPoolState(r.e.spec.Pools)
 	var queue []string
 	running := 0
 	halted := false
@@ -422,13 +424,21 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		if open() {
 			queue = append(queue, plan.Ready()...)
 		}
-		for open() && running < jobs && len(queue) > 0 {
+		// Start ready phases in order, skipping (for now) those whose pools
+		// are full: a pool's units in use never exceed its size.
+		for i := 0; open() && running < jobs && i < len(queue); {
+			addr := queue[i]
+			p := r.e.spec.Phase(addr)
+			if !pools.fits(p.Resources) {
+				i++
+				continue
+			}
 			if r.budgetSpent() {
 				r.requestStop(StopBudget)
 				break
 			}
-			addr := queue[0]
-			queue = queue[1:]
+			queue = append(queue[:i], queue[i+1:]...)
+			pools.take(p.Resources)
 			running++
 			go func() { r.results <- phaseResult{addr, r.process(ctx, addr)} }()
 		}
@@ -441,6 +451,7 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			continue
 		case pr := <-r.results:
 			running--
+			pools.release(r.e.spec.Phase(pr.addr).Resources)
 			skipped := plan.Done(pr.addr, pr.ok)
 			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
 				// A phase ended by a stop: its dependents were not
@@ -589,4 +600,39 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// poolState counts the units of each pool held by running phases.
+type poolState struct {
+	size map[string]int
+	used map[string]int
+}
+
+func newPoolState(pools map[string]*spec.Pool) *poolState {
+	ps := &poolState{size: map[string]int{}, used: map[string]int{}}
+	for n, p := range pools {
+		ps.size[n] = p.Size
+	}
+	return ps
+}
+
+func (ps *poolState) fits(res map[string]int) bool {
+	for n, k := range res {
+		if ps.used[n]+k > ps.size[n] {
+			return false
+		}
+	}
+	return true
+}
+
+func (ps *poolState) take(res map[string]int) {
+	for n, k := range res {
+		ps.used[n] += k
+	}
+}
+
+func (ps *poolState) release(res map[string]int) {
+	for n, k := range res {
+		ps.used[n] -= k
+	}
 }

@@ -60,10 +60,14 @@ func (s *selection) has(addr string) bool { return s.include == nil || s.include
 
 // resolve checks every name and turns targets and gates into a selection.
 func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
-	for _, names := range [][]string{targets, g.Force, g.From, g.Until, g.Only} {
-		if err := e.checkNames(names); err != nil {
+	hadTargets, hadUntil, hadOnly := len(targets) > 0, len(g.Until) > 0, len(g.Only) > 0
+	lists := []*[]string{&targets, &g.Force, &g.From, &g.Until, &g.Only}
+	for _, l := range lists {
+		addrs, err := e.expand(*l)
+		if err != nil {
 			return nil, err
 		}
+		*l = addrs
 	}
 	graph := e.spec.Graph
 	sel := &selection{forced: setOf(g.Force)}
@@ -74,10 +78,10 @@ func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
 		}
 		return m
 	}
-	if len(targets) > 0 {
+	if hadTargets {
 		sel.include = closure(targets)
 	}
-	if len(g.Until) > 0 {
+	if hadUntil {
 		until := closure(g.Until)
 		if sel.include == nil {
 			sel.include = until
@@ -89,7 +93,7 @@ func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
 			}
 		}
 	}
-	if len(g.Only) > 0 {
+	if hadOnly {
 		sel.include = setOf(g.Only)
 		need := map[string]bool{}
 		for _, a := range g.Only {
@@ -210,15 +214,34 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 	return trees, nil
 }
 
-func (e *Engine) checkNames(names []string) error {
+// expand turns names given by the user into phase addresses: the name of
+// a phase with for_each stands for all its instances.
+func (e *Engine) expand(names []string) ([]string, error) {
+	var out []string
 	for _, n := range names {
-		if e.spec.Phase(n) == nil {
-			valid := e.spec.Addrs()
-			sort.Strings(valid)
-			return &UnknownPhaseError{Name: n, Valid: valid}
+		addrs := e.spec.Resolve(n)
+		if addrs == nil {
+			return nil, &UnknownPhaseError{Name: n, Valid: e.validNames()}
+		}
+		out = append(out, addrs...)
+	}
+	return out, nil
+}
+
+// validNames lists what may be named: block names and instance addresses.
+func (e *Engine) validNames() []string {
+	seen := map[string]bool{}
+	var valid []string
+	for _, p := range e.spec.Phases {
+		for _, n := range []string{p.Block, p.Addr} {
+			if n != "" && !seen[n] {
+				seen[n] = true
+				valid = append(valid, n)
+			}
 		}
 	}
-	return nil
+	sort.Strings(valid)
+	return valid
 }
 
 // IsUnknownPhase reports whether err is an UnknownPhaseError.

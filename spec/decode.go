@@ -13,6 +13,7 @@ var rootSchema = &hcl.BodySchema{
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 		{Type: "phase", LabelNames: []string{"name"}},
+		{Type: "pool", LabelNames: []string{"name"}},
 	},
 }
 
@@ -21,7 +22,7 @@ var rootSchema = &hcl.BodySchema{
 func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	content, diags := body.Content(rootSchema)
 
-	var expBlocks, varBlocks, localBlocks, phaseBlocks []*hcl.Block
+	var expBlocks, varBlocks, localBlocks, phaseBlocks, poolBlocks []*hcl.Block
 	for _, b := range content.Blocks {
 		switch b.Type {
 		case "experiment":
@@ -32,6 +33,8 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 			localBlocks = append(localBlocks, b)
 		case "phase":
 			phaseBlocks = append(phaseBlocks, b)
+		case "pool":
+			poolBlocks = append(poolBlocks, b)
 		}
 	}
 
@@ -60,6 +63,10 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 		diags = append(diags, expDiags...)
 		s.Experiment = exp
 	}
+
+	pools, poolDiags := decodePools(poolBlocks, scope)
+	diags = append(diags, poolDiags...)
+	s.Pools = pools
 
 	phaseDiags := decodePhases(s, phaseBlocks, scope)
 	diags = append(diags, phaseDiags...)

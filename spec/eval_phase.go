@@ -13,9 +13,70 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 )
 
-// evalPhase evaluates one phase against its upstream phases' values. It
+// eachItem is one instance of a phase with for_each.
+type eachItem struct {
+	key   string
+	value cty.Value
+}
+
+// instanceAddr is the address of instance key of phase block name.
+func instanceAddr(name, key string) string { return fmt.Sprintf("%s[%q]", name, key) }
+
+// evalForEach evaluates a phase's for_each into its instances, sorted by
+// key: a set or list of strings (each.key = each.value = the element), a
+// map or object (each.key, each.value), or phase.NAME of another phase
+// with for_each (each.value is that phase's instance).
+func evalForEach(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]eachItem, hcl.Diagnostics) {
+	refd := map[string]cty.Value{}
+	for _, r := range rp.forEachRefs {
+		refd[r.phase] = phases[r.phase]
+	}
+	v, diags := evalValue(rp.forEach, sc.evalContext(refd), "for_each")
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	bad := func(detail string) ([]eachItem, hcl.Diagnostics) {
+		return nil, append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid for_each argument",
+			Detail:   detail,
+			Subject:  rp.forEach.Range().Ptr(),
+		})
+	}
+	var items []eachItem
+	t := v.Type()
+	switch {
+	case t.IsSetType() || t.IsListType() || t.IsTupleType():
+		seen := map[string]bool{}
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			sv, err := convert.Convert(ev, cty.String)
+			if err != nil || sv.IsNull() {
+				return bad(fmt.Sprintf("for_each over a set or list needs strings, got %s; use a map to sweep over other values.", ev.Type().FriendlyName()))
+			}
+			k := sv.AsString()
+			if seen[k] {
+				return bad(fmt.Sprintf("for_each holds %q twice; instances are named by their keys, which must be unique (toset() drops duplicates).", k))
+			}
+			seen[k] = true
+			items = append(items, eachItem{key: k, value: sv})
+		}
+	case t.IsMapType() || t.IsObjectType():
+		for it := v.ElementIterator(); it.Next(); {
+			k, ev := it.Element()
+			items = append(items, eachItem{key: k.AsString(), value: ev})
+		}
+	default:
+		return bad(fmt.Sprintf("for_each must be a set or list of strings, a map, or phase.NAME of a phase with for_each; got %s.", t.FriendlyName()))
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	return items, diags
+}
+
+// evalPhase evaluates one phase (or one instance of a phase with
+// for_each, when it is set) against its upstream phases' values. It
 // returns nil when the phase has errors.
-func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated map[string]*Phase, dir string) (*Phase, hcl.Diagnostics) {
+func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated map[string]*Phase, instances map[string][]*Phase, it *eachItem) (*Phase, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	// Only the phases this one refers to go into its context: building an
 	// object of every phase for every phase would make loading quadratic.
@@ -24,13 +85,23 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		refd[r.phase] = phases[r.phase]
 	}
 	ctx := sc.evalContext(refd)
+	addr := rp.name
+	if it != nil {
+		addr = instanceAddr(rp.name, it.key)
+		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{
+			"key":   cty.StringVal(it.key),
+			"value": it.value,
+		})
+	}
 	p := &Phase{
-		Addr:      rp.name,
-		Workdir:   ".",
-		Cache:     true,
-		DeclRange: rp.block.DefRange,
-		Params:    map[string]string{},
-		Env:       map[string]string{},
+		Addr:       addr,
+		Block:      rp.name,
+		HasForEach: it != nil,
+		Workdir:    ".",
+		Cache:      true,
+		DeclRange:  rp.block.DefRange,
+		Params:     map[string]string{},
+		Env:        map[string]string{},
 	}
 	attr := func(name string) (hcl.Expression, bool) {
 		a, ok := rp.attrs[name]
@@ -133,10 +204,18 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		diags = append(diags, d...)
 		p.Budget = bud
 	}
+	if e, ok := attr("resources"); ok {
+		res, d := evalResources(e, ctx)
+		diags = append(diags, d...)
+		p.Resources = res
+	}
+	if it != nil {
+		p.Key = it.key
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	p.Upstream = upstreamReads(rp, evaluated)
+	p.Upstream = upstreamReads(rp, evaluated, instances, it)
 	return p, diags
 }
 
@@ -330,33 +409,54 @@ func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostic
 }
 
 // upstreamReads turns a phase's references into the output paths it reads
-// from each upstream phase (nil = all of them).
-func upstreamReads(rp *rawPhase, evaluated map[string]*Phase) map[string][]string {
+// from each upstream phase instance (nil = all of them).
+func upstreamReads(rp *rawPhase, evaluated map[string]*Phase, instances map[string][]*Phase, it *eachItem) map[string][]string {
 	all := map[string]bool{}
 	paths := map[string]map[string]bool{}
-	note := func(r phaseRef) {
-		up := evaluated[r.phase]
-		if up == nil {
-			return
-		}
-		if r.output == "" {
-			all[r.phase] = true
+	note := func(up *Phase, output string) {
+		if output == "" {
+			all[up.Addr] = true
 			return
 		}
 		for _, o := range up.Outputs {
-			if o.Name == r.output {
-				if paths[r.phase] == nil {
-					paths[r.phase] = map[string]bool{}
+			if o.Name == output {
+				if paths[up.Addr] == nil {
+					paths[up.Addr] = map[string]bool{}
 				}
-				paths[r.phase][o.Path] = true
+				paths[up.Addr][o.Path] = true
 			}
 		}
 	}
+	// targets resolves a reference to the instances it reads.
+	targets := func(block string, key string, hasKey bool) []*Phase {
+		insts := instances[block]
+		if !hasKey || len(insts) == 0 || !insts[0].HasForEach {
+			return insts
+		}
+		if p := evaluated[instanceAddr(block, key)]; p != nil {
+			return []*Phase{p}
+		}
+		return nil
+	}
 	for _, r := range rp.refs {
-		note(r)
+		for _, up := range targets(r.phase, r.key, r.hasKey) {
+			note(up, r.output)
+		}
+	}
+	if it != nil && rp.eachPhase != "" {
+		for _, r := range rp.eachRefs {
+			if r.hasKey {
+				continue // each.key
+			}
+			for _, up := range targets(rp.eachPhase, it.key, true) {
+				note(up, r.output)
+			}
+		}
 	}
 	for _, r := range rp.deps {
-		all[r.phase] = true
+		for _, up := range instances[r.phase] {
+			all[up.Addr] = true
+		}
 	}
 	out := map[string][]string{}
 	for ph := range all {

@@ -17,6 +17,8 @@ type Spec struct {
 
 	Experiment Experiment
 	Variables  map[string]string // each variable's value, rendered for display
+	// Pools holds the declared concurrency pools by name.
+	Pools map[string]*Pool
 
 	// Phases in declaration order.
 	Phases []*Phase
@@ -25,6 +27,24 @@ type Spec struct {
 	Graph *dag.Graph
 
 	byAddr map[string]*Phase
+	blocks map[string][]string // block name -> instance addresses
+}
+
+// Resolve turns a name given on the command line into phase addresses:
+// an address (prepare, harden["m1"]) is itself; the name of a phase with
+// for_each stands for all its instances. It returns nil for an unknown
+// name.
+func (s *Spec) Resolve(name string) []string {
+	if s.byAddr[name] != nil {
+		return []string{name}
+	}
+	if addrs, ok := s.blocks[name]; ok && s.byAddr[name] == nil {
+		if len(addrs) == 0 {
+			return []string{}
+		}
+		return addrs
+	}
+	return nil
 }
 
 // Phase returns the phase with the given address, or nil.
@@ -55,8 +75,14 @@ type Experiment struct {
 
 // Phase is one evaluated phase.
 type Phase struct {
-	// Addr is the phase's address: its name.
-	Addr        string
+	// Addr is the phase's address: its name, or NAME["KEY"] for an
+	// instance of a phase with for_each.
+	Addr string
+	// Block is the phase block's name; Key the instance key ("" without
+	// for_each).
+	Block       string
+	Key         string
+	HasForEach  bool
 	Description string
 
 	// Command is the argv to execute. A string command becomes
@@ -87,6 +113,9 @@ type Phase struct {
 	Cache bool
 	// Budget holds the phase's time, retry and spending limits.
 	Budget Budget
+	// Resources holds the units of each pool the phase holds while it
+	// runs.
+	Resources map[string]int
 
 	// Upstream lists, per upstream phase address, the output paths this
 	// phase reads from it; a nil slice means all of that phase's outputs

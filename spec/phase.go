@@ -28,6 +28,8 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "depends_on"},
 		{Name: "workdir"},
 		{Name: "cache"},
+		{Name: "for_each"},
+		{Name: "resources"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}},
 }
@@ -39,16 +41,27 @@ type rawPhase struct {
 	attrs hcl.Attributes
 	// budgets holds the phase's budget blocks (at most one is valid).
 	budgets []*hcl.Block
-	refs    []phaseRef // from every attribute but depends_on
+	refs    []phaseRef // from every attribute but depends_on and for_each
 	deps    []phaseRef // from depends_on
+	// forEach is the for_each expression, or nil; forEachRefs are the
+	// phases it refers to, and eachPhase the block it iterates when it is
+	// exactly phase.NAME (each.value is then that block's instance).
+	forEach     hcl.Expression
+	forEachRefs []phaseRef
+	eachPhase   string
+	eachRefs    []phaseRef // each.value.outputs[.KEY] uses
 
 	listOutputs bool // outputs evaluated to a list
 }
 
 // phaseRef is one reference to another phase. output is the output name
-// read, or "" when the reference takes all outputs.
+// read, or "" when the reference takes all outputs. For a phase with
+// for_each, key is the instance referred to (hasKey), else every
+// instance.
 type phaseRef struct {
 	phase  string
+	key    string
+	hasKey bool
 	output string
 	rng    hcl.Range
 }
@@ -96,17 +109,43 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	for _, rp := range order {
 		refGraph.Add(rp.name)
 		for attrName, a := range rp.attrs {
-			if attrName == "depends_on" {
+			switch attrName {
+			case "depends_on":
 				deps, d := decodeDependsOn(a.Expr, raws, names)
 				diags = append(diags, d...)
 				rp.deps = deps
+				continue
+			case "for_each":
+				refs, d := collectRefs(a.Expr, raws, names)
+				diags = append(diags, d...)
+				rp.forEach, rp.forEachRefs = a.Expr, refs
+				if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
+					rp.eachPhase = refs[0].phase
+				}
 				continue
 			}
 			refs, d := collectRefs(a.Expr, raws, names)
 			diags = append(diags, d...)
 			rp.refs = append(rp.refs, refs...)
+			rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
 		}
-		for _, r := range append(append([]phaseRef(nil), rp.refs...), rp.deps...) {
+		for _, b := range rp.budgets {
+			attrs, _ := b.Body.JustAttributes()
+			for _, a := range attrs {
+				refs, d := collectRefs(a.Expr, raws, names)
+				diags = append(diags, d...)
+				rp.refs = append(rp.refs, refs...)
+			}
+		}
+		if len(rp.eachRefs) > 0 && rp.forEach == nil {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  `Reference to "each" in a phase without for_each`,
+				Detail:   "each.key and each.value exist only in a phase with a for_each argument.",
+				Subject:  rp.eachRefs[0].rng.Ptr(),
+			})
+		}
+		for _, r := range append(append(append([]phaseRef(nil), rp.refs...), rp.deps...), rp.forEachRefs...) {
 			if r.phase == rp.name {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
@@ -130,28 +169,64 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	// Evaluate phases in dependency order.
 	values := map[string]cty.Value{}
 	evaluated := map[string]*Phase{}
+	instances := map[string][]*Phase{} // block name -> its phases in key order
 	for _, name := range evalOrder {
 		rp := raws[name]
-		p, d := evalPhase(rp, sc, values, evaluated, s.Dir)
+		if rp.forEach == nil {
+			p, d := evalPhase(rp, sc, values, evaluated, instances, nil)
+			diags = append(diags, d...)
+			if p == nil {
+				values[name] = cty.DynamicVal
+				continue
+			}
+			evaluated[p.Addr] = p
+			instances[name] = []*Phase{p}
+			values[name] = phaseValue(p, rp)
+			continue
+		}
+		each, d := evalForEach(rp, sc, values)
 		diags = append(diags, d...)
-		if p == nil {
+		if d.HasErrors() {
 			values[name] = cty.DynamicVal
 			continue
 		}
-		evaluated[name] = p
-		values[name] = phaseValue(p, rp)
+		objs := map[string]cty.Value{}
+		failed := false
+		for _, it := range each {
+			p, d := evalPhase(rp, sc, values, evaluated, instances, &it)
+			diags = append(diags, d...)
+			if p == nil {
+				failed = true
+				continue
+			}
+			evaluated[p.Addr] = p
+			instances[name] = append(instances[name], p)
+			objs[it.key] = phaseValue(p, rp)
+		}
+		if failed {
+			values[name] = cty.DynamicVal
+			continue
+		}
+		values[name] = cty.ObjectVal(objs)
 	}
 	if diags.HasErrors() {
 		return diags
 	}
 
 	s.byAddr = map[string]*Phase{}
+	s.blocks = map[string][]string{}
 	for _, rp := range order {
-		p := evaluated[rp.name]
-		s.Phases = append(s.Phases, p)
-		s.byAddr[p.Addr] = p
+		for _, p := range instances[rp.name] {
+			s.Phases = append(s.Phases, p)
+			s.byAddr[p.Addr] = p
+			s.blocks[rp.name] = append(s.blocks[rp.name], p.Addr)
+		}
+		if _, ok := s.blocks[rp.name]; !ok {
+			s.blocks[rp.name] = []string{} // a sweep over nothing
+		}
 	}
 	diags = append(diags, linkPhases(s, raws)...)
+	diags = append(diags, checkResources(s, raws)...)
 	return diags
 }
 
@@ -187,19 +262,53 @@ func collectRefs(expr hcl.Expression, raws map[string]*rawPhase, names []string)
 			continue
 		}
 		ref := phaseRef{phase: step.Name, rng: tr.SourceRange()}
-		if len(tr) >= 4 {
-			if a, ok := tr[2].(hcl.TraverseAttr); ok && a.Name == "outputs" {
-				switch k := tr[3].(type) {
-				case hcl.TraverseAttr:
-					ref.output = k.Name
-				case hcl.TraverseIndex:
-					ref.output = displayKey(k.Key)
-				}
+		rest := tr[2:]
+		if len(rest) > 0 {
+			if k, ok := rest[0].(hcl.TraverseIndex); ok && k.Key.IsKnown() && !k.Key.IsNull() {
+				ref.key, ref.hasKey = displayKey(k.Key), true
+				rest = rest[1:]
 			}
 		}
+		ref.output = outputName(rest)
 		refs = append(refs, ref)
 	}
 	return refs, diags
+}
+
+// outputName reads .outputs.KEY or .outputs[i] at the start of a
+// traversal's remainder, or returns "" (all outputs).
+func outputName(rest hcl.Traversal) string {
+	if len(rest) < 2 {
+		return ""
+	}
+	if a, ok := rest[0].(hcl.TraverseAttr); !ok || a.Name != "outputs" {
+		return ""
+	}
+	switch k := rest[1].(type) {
+	case hcl.TraverseAttr:
+		return k.Name
+	case hcl.TraverseIndex:
+		return displayKey(k.Key)
+	}
+	return ""
+}
+
+// collectEachRefs finds each.key and each.value[.outputs[.KEY]] uses in
+// expr; hasKey marks each.key, which reads no upstream output.
+func collectEachRefs(expr hcl.Expression) []phaseRef {
+	var refs []phaseRef
+	for _, tr := range expr.Variables() {
+		if tr.RootName() != "each" || len(tr) < 2 {
+			continue
+		}
+		ref := phaseRef{rng: tr.SourceRange(), hasKey: true}
+		if a, ok := tr[1].(hcl.TraverseAttr); ok && a.Name == "value" {
+			ref.output = outputName(tr[2:])
+			ref.hasKey = false // reads the value
+		}
+		refs = append(refs, ref)
+	}
+	return refs
 }
 
 func displayKey(v cty.Value) string {
@@ -264,7 +373,8 @@ func cycleDiagnostic(err error, raws map[string]*rawPhase) *hcl.Diagnostic {
 		Detail:   fmt.Sprintf("%v. Phases cannot depend on each other in a loop; remove one of the references.", err),
 	}
 	if ce, ok := err.(*dag.CycleError); ok && len(ce.Cycles) > 0 && len(ce.Cycles[0]) > 0 {
-		if rp, ok := raws[ce.Cycles[0][0]]; ok {
+		block, _, _ := strings.Cut(ce.Cycles[0][0], "[")
+		if rp, ok := raws[block]; ok {
 			d.Subject = rp.block.DefRange.Ptr()
 		}
 	}
@@ -291,6 +401,7 @@ func phaseValue(p *Phase, rp *rawPhase) cty.Value {
 	}
 	return cty.ObjectVal(map[string]cty.Value{
 		"name":    cty.StringVal(p.Addr),
+		"key":     cty.StringVal(p.Key),
 		"outputs": outputs,
 	})
 }

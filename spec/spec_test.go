@@ -104,6 +104,7 @@ func itoa(i int) string {
 type decodeView struct {
 	Experiment Experiment        `json:"experiment"`
 	Variables  map[string]string `json:"variables"`
+	Pools      map[string]*Pool  `json:"pools,omitempty"`
 	Phases     []phaseView       `json:"phases"`
 	Edges      [][2]string       `json:"edges"`
 }
@@ -122,16 +123,17 @@ type phaseView struct {
 	Cache     bool                `json:"cache"`
 	Upstream  map[string][]string `json:"upstream,omitempty"`
 	Budget    Budget              `json:"budget,omitzero"`
+	Resources map[string]int      `json:"resources,omitempty"`
 }
 
 func view(s *Spec) decodeView {
-	v := decodeView{Experiment: s.Experiment, Variables: s.Variables, Edges: s.Graph.Edges()}
+	v := decodeView{Experiment: s.Experiment, Variables: s.Variables, Pools: s.Pools, Edges: s.Graph.Edges()}
 	for _, p := range s.Phases {
 		v.Phases = append(v.Phases, phaseView{
 			Addr: p.Addr, Command: p.Command, Shell: p.Shell, Inputs: p.Inputs, Outputs: p.Outputs,
 			Params: p.Params, Env: p.Env, SecretEnv: p.SecretEnv, PassEnv: p.PassEnv,
 			Workdir: p.Workdir, Cache: p.Cache, Upstream: p.Upstream,
-			Budget: p.Budget,
+			Budget: p.Budget, Resources: p.Resources,
 		})
 	}
 	return v

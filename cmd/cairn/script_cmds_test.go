@@ -62,7 +62,11 @@ func splitPath(p string) []string {
 	var segs []string
 	for p != "" {
 		if p[0] == '[' {
-			end := strings.IndexByte(p, ']')
+			// [ ... ] up to "]." or the end: the segment may hold brackets.
+			end := strings.Index(p, "].")
+			if end < 0 {
+				end = len(p) - 1
+			}
 			segs = append(segs, p[1:end])
 			p = strings.TrimPrefix(p[end+1:], ".")
 			continue

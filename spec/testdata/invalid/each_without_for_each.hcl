@@ -1,0 +1,3 @@
+phase "c" {
+  command = "echo ${each.key}" # ERROR: Reference to "each" in a phase without for_each
+}
