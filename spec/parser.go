@@ -1,9 +1,12 @@
 package spec
 
 import (
+	"sort"
+
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/zclconf/go-cty/cty"
 	"os"
 	"path/filepath"
 
@@ -19,14 +22,23 @@ type Options struct {
 	// Vars are values given on the command line as -var NAME=VALUE, in
 	// order; a later value for the same name wins.
 	Vars []VarValue
+	// VarFiles are -var-file paths, HCL attribute files (name = value).
+	// Their values rank below -var and above CAIRN_VAR_NAME; a later file
+	// wins over an earlier one.
+	VarFiles []string
 	// LookupEnv reads CAIRN_VAR_NAME values; nil means no environment
 	// (os.LookupEnv in the CLI).
 	LookupEnv func(string) (string, bool)
 }
 
-// VarValue is one NAME=VALUE assignment from the command line.
+// VarValue is one NAME=VALUE assignment from the command line, or one
+// attribute of a -var-file (File set, Val holding its value).
 type VarValue struct {
 	Name, Value string
+
+	File  string
+	Val   cty.Value
+	Range hcl.Range
 }
 
 // Parser reads spec files and remembers every file it read, so
@@ -66,6 +78,16 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 	if diags.HasErrors() {
 		return nil, diags
 	}
+	var fileVars []VarValue
+	for _, vf := range opts.VarFiles {
+		vals, d := p.loadVarFile(vf)
+		diags = append(diags, d...)
+		fileVars = append(fileVars, vals...)
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	opts.Vars = append(fileVars, opts.Vars...)
 	sum := sha256.Sum256(src)
 	s := &Spec{File: filename, Dir: dir, Hash: hex.EncodeToString(sum[:])}
 	more := decodeFile(s, f.Body, opts)
@@ -74,4 +96,29 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 		return nil, diags
 	}
 	return s, diags
+}
+
+// loadVarFile reads a -var-file: HCL attributes, one per variable, whose
+// values are constants.
+func (p *Parser) loadVarFile(path string) ([]VarValue, hcl.Diagnostics) {
+	f, diags := p.p.ParseHCLFile(path)
+	if diags.HasErrors() {
+		if f == nil {
+			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: fmt.Sprintf("-var-file %s: %s", path, diags[0].Detail)}}
+		}
+		return nil, diags
+	}
+	attrs, d := f.Body.JustAttributes()
+	diags = append(diags, d...)
+	var out []VarValue
+	for _, a := range attrs {
+		v, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		out = append(out, VarValue{Name: a.Name, File: path, Val: v, Range: a.Expr.Range()})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, diags
 }

@@ -162,7 +162,7 @@ func TestDecodeGolden(t *testing.T) {
 				case "vars.txt":
 					for _, l := range strings.Split(strings.TrimSpace(string(file.Data)), "\n") {
 						n, v, _ := strings.Cut(l, "=")
-						opts.Vars = append(opts.Vars, VarValue{n, v})
+						opts.Vars = append(opts.Vars, VarValue{Name: n, Value: v})
 					}
 				case "want.json":
 					wantIdx = i
@@ -221,10 +221,10 @@ phase "a" {
 		"default": {Options{}, "echo from-default 1"},
 		"env":     {Options{LookupEnv: env(map[string]string{"CAIRN_VAR_model": "from-env", "CAIRN_VAR_rounds": "7"})}, "echo from-env 7"},
 		"cli beats env": {Options{
-			Vars:      []VarValue{{"model", "from-cli"}, {"rounds", "3"}},
+			Vars:      []VarValue{{Name: "model", Value: "from-cli"}, {Name: "rounds", Value: "3"}},
 			LookupEnv: env(map[string]string{"CAIRN_VAR_model": "from-env"}),
 		}, "echo from-cli 3"},
-		"last -var wins": {Options{Vars: []VarValue{{"model", "one"}, {"model", "two"}}}, "echo two 1"},
+		"last -var wins": {Options{Vars: []VarValue{{Name: "model", Value: "one"}, {Name: "model", Value: "two"}}}, "echo two 1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -252,8 +252,8 @@ phase "a" {
 		vars []VarValue
 		want string
 	}{
-		"undeclared": {[]VarValue{{"rounds", "1"}, {"round", "1"}}, `Did you mean "rounds"?`},
-		"bad number": {[]VarValue{{"rounds", "many"}}, "Invalid value for variable"},
+		"undeclared": {[]VarValue{{Name: "rounds", Value: "1"}, {Name: "round", Value: "1"}}, `Did you mean "rounds"?`},
+		"bad number": {[]VarValue{{Name: "rounds", Value: "many"}}, "Invalid value for variable"},
 		"missing":    {nil, "-var rounds=VALUE"},
 	}
 	for name, tc := range tests {

@@ -88,15 +88,28 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 
 	values := map[string]cty.Value{}
 	fromCLI := map[string]string{}
+	fromFile := map[string]VarValue{}
 	for _, kv := range cli {
 		if _, ok := decl[kv.Name]; !ok {
+			where := fmt.Sprintf("-var %s=...", kv.Name)
+			var subject *hcl.Range
+			if kv.File != "" {
+				where, subject = fmt.Sprintf("%s in %s", kv.Name, kv.File), kv.Range.Ptr()
+			}
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Value for undeclared variable",
-				Detail:   fmt.Sprintf("-var %s=... names no variable of this experiment.%s Declare it with a variable %q block.", kv.Name, didYouMean(kv.Name, names), kv.Name),
+				Detail:   fmt.Sprintf("%s names no variable of this experiment.%s Declare it with a variable %q block.", where, didYouMean(kv.Name, names), kv.Name),
+				Subject:  subject,
 			})
 			continue
 		}
+		if kv.File != "" {
+			fromFile[kv.Name] = kv
+			delete(fromCLI, kv.Name)
+			continue
+		}
+		delete(fromFile, kv.Name)
 		fromCLI[kv.Name] = kv.Value
 	}
 	for _, name := range names {
@@ -109,7 +122,12 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			raw, ok = lookupEnv("CAIRN_VAR_" + name)
 			source = "CAIRN_VAR_" + name
 		}
+		fv, inFile := fromFile[name]
 		switch {
+		case inFile:
+			val, d := convertFileValue(v, fv)
+			diags = append(diags, d...)
+			values[name] = val
 		case ok:
 			val, d := parseVarValue(v, raw, source)
 			diags = append(diags, d...)
@@ -120,7 +138,7 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "No value for required variable",
-				Detail:   fmt.Sprintf("Variable %q has no default. Set it with -var %s=VALUE or the environment variable CAIRN_VAR_%s.", name, name, name),
+				Detail:   fmt.Sprintf("Variable %q has no default. Set it with -var %s=VALUE, in a -var-file, or with the environment variable CAIRN_VAR_%s.", name, name, name),
 				Subject:  v.declared.Ptr(),
 			})
 			values[name] = cty.DynamicVal
@@ -162,6 +180,28 @@ func parseVarValue(v *variable, raw, source string) (cty.Value, hcl.Diagnostics)
 			Severity: hcl.DiagError,
 			Summary:  "Invalid value for variable",
 			Detail:   fmt.Sprintf("%s: %q is not a valid %s: %v.", source, raw, want.FriendlyName(), err),
+		}}
+	}
+	return conv, nil
+}
+
+// convertFileValue converts a value read from a -var-file to the
+// variable's type.
+func convertFileValue(v *variable, kv VarValue) (cty.Value, hcl.Diagnostics) {
+	want := v.typ
+	if want == cty.DynamicPseudoType && v.hasDef {
+		want = v.def.Type()
+	}
+	if want == cty.DynamicPseudoType {
+		return kv.Val, nil
+	}
+	conv, err := convert.Convert(kv.Val, want)
+	if err != nil {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s in %s is not a valid %s: %v.", kv.Name, kv.File, want.FriendlyName(), err),
+			Subject:  kv.Range.Ptr(),
 		}}
 	}
 	return conv, nil

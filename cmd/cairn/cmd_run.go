@@ -69,6 +69,7 @@ cairn resume continues a stopped or failed run.`,
 				Jobs:      opts.Jobs,
 				KeepGoing: opts.KeepGoing,
 				Vars:      g.Vars,
+				VarFiles:  g.VarFiles,
 			}
 			return runRun(cmd.Context(), g, engine.RunOptions{Request: req}, opts.JSON, cmd.OutOrStdout())
 		},

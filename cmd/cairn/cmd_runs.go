@@ -90,6 +90,8 @@ spec to raise a budget.`,
 			// Recorded -var values first, so that those given now win.
 			g.Vars = append(append([]string{}, req.Vars...), g.Vars...)
 			req.Vars = g.Vars
+			g.VarFiles = append(append([]string{}, req.VarFiles...), g.VarFiles...)
+			req.VarFiles = g.VarFiles
 			if jobs > 0 {
 				req.Jobs = jobs
 			}

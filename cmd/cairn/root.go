@@ -36,6 +36,7 @@ type globals struct {
 	File     string
 	CacheDir string
 	Vars     []string
+	VarFiles []string
 
 	stderr io.Writer
 	parser *spec.Parser
@@ -57,7 +58,8 @@ func (g *globals) graceful() <-chan struct{} {
 func (g *globals) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&g.File, "file", "f", spec.DefaultFile, "read the experiment from `FILE`")
 	f.StringVar(&g.CacheDir, "cache-dir", "", "use the cache in `DIR` (default $CAIRN_CACHE_DIR, cache.dir, or ~/.cache/cairn)")
-	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable)")
+	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable; wins over -var-file and CAIRN_VAR_NAME)")
+	f.StringArrayVar(&g.VarFiles, "var-file", nil, "read variables from `FILE` (HCL: name = value; repeatable, a later file wins)")
 }
 
 // Main runs the cairn command line and returns the process exit code.
@@ -199,7 +201,7 @@ func writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.
 
 // loadSpec reads the spec named by -f with the -var values.
 func (g *globals) loadSpec() (*spec.Spec, error) {
-	opts := spec.Options{LookupEnv: os.LookupEnv}
+	opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
 	for _, kv := range g.Vars {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
