@@ -103,9 +103,14 @@ func newRootCommand(g *globals) *cobra.Command {
 		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
 	})
 	g.AddFlags(root.PersistentFlags())
+	runCmd, planCmd, logsCmd := newRunCommand(g), newPlanCommand(g), newLogsCommand(g)
+	for _, c := range []*cobra.Command{runCmd, planCmd} {
+		addPhaseCompletion(g, c, "force", "from", "until", "only")
+	}
+	addPhaseCompletion(g, logsCmd)
 	root.AddCommand(
-		newRunCommand(g),
-		newPlanCommand(g),
+		runCmd,
+		planCmd,
 		newGraphCommand(g),
 		newValidateCommand(g),
 		newResumeCommand(g),
@@ -113,7 +118,9 @@ func newRootCommand(g *globals) *cobra.Command {
 		newStatusCommand(g),
 		newRunsCommand(g),
 		newShowCommand(g),
-		newLogsCommand(g),
+		logsCmd,
+		newFmtCommand(g),
+		newInitCommand(g),
 		newCheckoutCommand(g),
 		newMemoCommand(g),
 		newVersionCommand(),

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/spec"
+)
+
+// completePhases completes phase names (blocks and instance addresses)
+// from the spec named by -f; a spec that does not load completes nothing.
+func completePhases(g *globals) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		p := spec.NewParser()
+		s, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles})
+		if diags.HasErrors() {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		seen := map[string]bool{}
+		var names []string
+		for _, ph := range s.Phases {
+			for _, n := range []string{ph.Block, ph.Addr} {
+				if n != "" && !seen[n] && strings.HasPrefix(n, toComplete) {
+					seen[n] = true
+					names = append(names, n)
+				}
+			}
+		}
+		sort.Strings(names)
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// addPhaseCompletion completes positional phase names and the phase-valued
+// flags of cmd.
+func addPhaseCompletion(g *globals, cmd *cobra.Command, flags ...string) {
+	fn := completePhases(g)
+	cmd.ValidArgsFunction = fn
+	for _, f := range flags {
+		if cmd.Flags().Lookup(f) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(f, fn)
+		}
+	}
+}
