@@ -96,7 +96,7 @@ func (e *Engine) explainMiss(p *spec.Phase, comps []cache.Component) []string {
 	if err != nil {
 		return []string{"no cached result (the previous result is no longer in the cache)"}
 	}
-	reasons := diffComponents(prev.Components, comps, e.producer)
+	reasons := e.maskSensitive(diffComponents(prev.Components, comps, e.producer))
 	if len(reasons) == 0 {
 		return []string{"no cached result"}
 	}
@@ -141,6 +141,10 @@ func diffComponents(prev, cur []cache.Component, producer map[string]string) []s
 			default:
 				reasons = append(reasons, fmt.Sprintf("param %s %s → %s", k.name, old, new))
 			}
+		case kindBudget:
+			reasons = append(reasons, fmt.Sprintf("budget %s %s → %s", k.name, orNone(old, hadOld), orNone(new, hasNew)))
+		case kindEnvFn:
+			reasons = append(reasons, fmt.Sprintf("env(%q) changed", k.name))
 		case kindEnv:
 			verb := "changed"
 			if !hadOld {
@@ -213,4 +217,38 @@ func displayCommand(v string) string {
 	}
 	b, _ := json.Marshal(argv)
 	return string(b)
+}
+
+// maskSensitive hides the values of sensitive variables in text meant
+// for people (reasons shown by plan and run).
+func (e *Engine) maskSensitive(lines []string) []string {
+	if len(e.spec.SensitiveValues) == 0 {
+		return lines
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		masked := l
+		for _, v := range e.spec.SensitiveValues {
+			masked = strings.ReplaceAll(masked, v, "(sensitive)")
+		}
+		if masked != l {
+			// The old side may hold an earlier sensitive value that is
+			// no longer known: show neither side.
+			head, _, ok := strings.Cut(l, ":")
+			if !ok {
+				f := strings.Fields(l)
+				head = strings.Join(f[:min(2, len(f))], " ") + " changed"
+			}
+			masked = head + " (values hidden: a sensitive variable is involved)"
+		}
+		out[i] = masked
+	}
+	return out
+}
+
+func orNone(v string, ok bool) string {
+	if !ok {
+		return "none"
+	}
+	return v
 }

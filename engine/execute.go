@@ -161,6 +161,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	if err != nil {
 		return failed(err)
 	}
+	secrets = append(secrets, e.spec.SensitiveValues...)
 	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker}
 	var masks []*maskWriter
 	if len(secrets) > 0 {

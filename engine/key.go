@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
@@ -21,6 +22,8 @@ const (
 	kindOutput   = "output"
 	kindInput    = "input"
 	kindUpstream = "upstream"
+	kindBudget   = "budget"
+	kindEnvFn    = "env()"
 )
 
 // MissingInputError says that an input names nothing on disk and no phase
@@ -65,6 +68,16 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	}
 	for k, v := range p.Params {
 		comps = append(comps, cache.Component{Kind: kindParam, Name: k, Value: v})
+	}
+	// The phase sees its spending limits and may stop early by them.
+	if b := p.Budget.MaxCost; b != nil {
+		comps = append(comps, cache.Component{Kind: kindBudget, Name: "max_cost", Value: strconv.FormatFloat(*b, 'g', -1, 64)})
+	}
+	if b := p.Budget.MaxIterations; b != nil {
+		comps = append(comps, cache.Component{Kind: kindBudget, Name: "max_iterations", Value: strconv.FormatInt(*b, 10)})
+	}
+	for k, v := range p.EnvRead {
+		comps = append(comps, cache.Component{Kind: kindEnvFn, Name: k, Value: v})
 	}
 	for _, o := range p.Outputs {
 		comps = append(comps, cache.Component{Kind: kindOutput, Name: o.Name, Value: o.Path})

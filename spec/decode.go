@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"sort"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -38,17 +39,24 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 		}
 	}
 
-	vars, varDiags := decodeVariables(varBlocks, opts.Vars, opts.LookupEnv)
+	vars, sensitive, varDiags := decodeVariables(varBlocks, opts.Vars, opts.LookupEnv)
 	diags = append(diags, varDiags...)
 	s.Variables = make(map[string]string, len(vars))
 	for name, v := range vars {
+		if sensitive[name] {
+			s.Variables[name] = "(sensitive)"
+			s.SensitiveVars = append(s.SensitiveVars, name)
+			s.SensitiveValues = append(s.SensitiveValues, leafStrings(v)...)
+			continue
+		}
 		s.Variables[name] = displayValue(v)
 	}
+	sort.Strings(s.SensitiveVars)
 
-	locals, localDiags := evalLocals(localBlocks, vars)
+	locals, localDiags := evalLocals(localBlocks, vars, s.Dir, opts.LookupEnv)
 	diags = append(diags, localDiags...)
 
-	scope := &scope{vars: vars, locals: locals}
+	scope := &scope{vars: vars, locals: locals, dir: s.Dir, lookupEnv: opts.LookupEnv}
 
 	if len(expBlocks) > 1 {
 		diags = append(diags, &hcl.Diagnostic{
@@ -77,6 +85,18 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 type scope struct {
 	vars   map[string]cty.Value
 	locals map[string]cty.Value
+
+	dir       string
+	lookupEnv func(string) (string, bool)
+	// use, while a phase is evaluated, records the files and environment
+	// variables its expressions read through file() and env().
+	use *usage
+}
+
+// usage is what a phase's expressions read through file() and env().
+type usage struct {
+	files []string
+	env   map[string]string
 }
 
 // evalContext builds an evaluation context; phases may be nil.
@@ -88,7 +108,10 @@ func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
 	if phases != nil {
 		v["phase"] = objectOrEmpty(phases)
 	}
-	return &hcl.EvalContext{Variables: v, Functions: functions()}
+	fns := functions()
+	fns["file"] = sc.fileFunc()
+	fns["env"] = sc.envFunc()
+	return &hcl.EvalContext{Variables: v, Functions: fns}
 }
 
 func objectOrEmpty(m map[string]cty.Value) cty.Value {
@@ -161,4 +184,29 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 		}
 	}
 	return exp, diags
+}
+
+// leafStrings returns the string forms of v's primitive leaves that are
+// long enough to mask without masking unrelated text.
+func leafStrings(v cty.Value) []string {
+	if !v.IsWhollyKnown() || v.IsNull() {
+		return nil
+	}
+	t := v.Type()
+	if t.IsPrimitiveType() {
+		s := displayKey(v)
+		if t == cty.Bool || len(s) < 3 {
+			return nil
+		}
+		return []string{s}
+	}
+	if t.IsListType() || t.IsSetType() || t.IsTupleType() || t.IsMapType() || t.IsObjectType() {
+		var out []string
+		for it := v.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			out = append(out, leafStrings(ev)...)
+		}
+		return out
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,8 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		refd[r.phase] = phases[r.phase]
 	}
 	ctx := sc.evalContext(refd)
+	sc.use = &usage{env: map[string]string{}}
+	defer func() { sc.use = nil }()
 	addr := rp.name
 	if it != nil {
 		addr = instanceAddr(rp.name, it.key)
@@ -211,6 +214,16 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	}
 	if it != nil {
 		p.Key = it.key
+	}
+	// file() makes a file an input; env() puts the variable in the key.
+	for _, f := range sc.use.files {
+		if !slices.Contains(p.Inputs, f) {
+			p.Inputs = append(p.Inputs, f)
+			p.InputRanges = append(p.InputRanges, rp.block.DefRange)
+		}
+	}
+	if len(sc.use.env) > 0 {
+		p.EnvRead = sc.use.env
 	}
 	if diags.HasErrors() {
 		return nil, diags

@@ -1,9 +1,66 @@
 package spec
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
+
+// fileFunc is file(path): the content of a file, relative to the
+// workspace. A phase whose expressions call it gets the file as an input.
+func (sc *scope) fileFunc() function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			rel := args[0].AsString()
+			p := rel
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(sc.dir, p)
+			}
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return cty.NilVal, fmt.Errorf("cannot read %s: %v", rel, err)
+			}
+			if !utf8.Valid(b) {
+				return cty.NilVal, fmt.Errorf("%s is not UTF-8 text", rel)
+			}
+			if sc.use != nil {
+				sc.use.files = append(sc.use.files, cleanRelPath(rel))
+			}
+			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+// envFunc is env(NAME): an environment variable's value, "" when unset.
+// A phase whose expressions call it has the variable in its key.
+func (sc *scope) envFunc() function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "name", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			name := args[0].AsString()
+			v, ok := "", false
+			if sc.lookupEnv != nil {
+				v, ok = sc.lookupEnv(name)
+			}
+			if sc.use != nil {
+				if ok {
+					sc.use.env[name] = "=" + v
+				} else {
+					sc.use.env[name] = "unset"
+				}
+			}
+			return cty.StringVal(v), nil
+		},
+	})
+}
 
 // functions returns the functions available in spec expressions: the
 // go-cty standard library under the names Terraform users know.

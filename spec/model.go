@@ -16,7 +16,12 @@ type Spec struct {
 	Hash string
 
 	Experiment Experiment
-	Variables  map[string]string // each variable's value, rendered for display
+	Variables  map[string]string // each variable's value, rendered for display ("(sensitive)" for sensitive ones)
+	// SensitiveVars names the variables marked sensitive; SensitiveValues
+	// holds their values as they may appear in commands and logs, for
+	// masking.
+	SensitiveVars   []string
+	SensitiveValues []string
 	// Pools holds the declared concurrency pools by name.
 	Pools map[string]*Pool
 
@@ -113,6 +118,9 @@ type Phase struct {
 	Cache bool
 	// Budget holds the phase's time, retry and spending limits.
 	Budget Budget
+	// EnvRead holds the environment variables the phase's expressions read
+	// with env(NAME), by name: "=VALUE", or "unset". They enter the key.
+	EnvRead map[string]string
 	// Resources holds the units of each pool the phase holds while it
 	// runs.
 	Resources map[string]int

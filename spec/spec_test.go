@@ -243,6 +243,10 @@ func TestVarErrors(t *testing.T) {
 	src := []byte(`
 variable "rounds" {
   type = number
+  validation {
+    condition     = var.rounds < 100
+    error_message = "Keep rounds under 100: each costs money."
+  }
 }
 phase "a" {
   command = "echo ${var.rounds}"
@@ -255,6 +259,7 @@ phase "a" {
 		"undeclared": {[]VarValue{{Name: "rounds", Value: "1"}, {Name: "round", Value: "1"}}, `Did you mean "rounds"?`},
 		"bad number": {[]VarValue{{Name: "rounds", Value: "many"}}, "Invalid value for variable"},
 		"missing":    {nil, "-var rounds=VALUE"},
+		"validation": {[]VarValue{{Name: "rounds", Value: "500"}}, "Keep rounds under 100: each costs money.\n\nVariable \"rounds\" failed this validation rule with the value from -var rounds."},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

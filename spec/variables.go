@@ -16,6 +16,15 @@ var variableSchema = &hcl.BodySchema{
 		{Name: "type"},
 		{Name: "default"},
 		{Name: "description"},
+		{Name: "sensitive"},
+	},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "validation"}},
+}
+
+var validationSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{
+		{Name: "condition", Required: true},
+		{Name: "error_message", Required: true},
 	},
 }
 
@@ -26,11 +35,15 @@ type variable struct {
 	def      cty.Value
 	hasDef   bool
 	declared hcl.Range
+
+	sensitive   bool
+	validations []*hcl.Block
+	source      string // where the chosen value came from
 }
 
 // decodeVariables decodes variable blocks and picks each value: -var
 // first, then CAIRN_VAR_NAME from the environment, then the default.
-func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string) (string, bool)) (map[string]cty.Value, hcl.Diagnostics) {
+func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string) (string, bool)) (map[string]cty.Value, map[string]bool, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	decl := map[string]*variable{}
 	var names []string
@@ -56,7 +69,13 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 		}
 		v := &variable{name: name, typ: cty.DynamicPseudoType, declared: b.DefRange}
 		content, d := b.Body.Content(variableSchema)
-		diags = append(diags, d...)
+		diags = append(diags, betterSuggestions(d, variableSchema)...)
+		v.validations = content.Blocks.OfType("validation")
+		if a, ok := content.Attributes["sensitive"]; ok {
+			var d hcl.Diagnostics
+			v.sensitive, d = evalBool(a.Expr, nil, "sensitive")
+			diags = append(diags, d...)
+		}
 		if a, ok := content.Attributes["type"]; ok {
 			t, d := typeexpr.TypeConstraint(a.Expr)
 			diags = append(diags, d...)
@@ -128,12 +147,15 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			val, d := convertFileValue(v, fv)
 			diags = append(diags, d...)
 			values[name] = val
+			v.source = "the value from " + fv.File
 		case ok:
 			val, d := parseVarValue(v, raw, source)
 			diags = append(diags, d...)
 			values[name] = val
+			v.source = "the value from " + source
 		case v.hasDef:
 			values[name] = v.def
+			v.source = "the default"
 		default:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
@@ -144,7 +166,66 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			values[name] = cty.DynamicVal
 		}
 	}
-	return values, diags
+	sensitive := map[string]bool{}
+	for _, name := range names {
+		v := decl[name]
+		if v.sensitive {
+			sensitive[name] = true
+		}
+		if val := values[name]; val.IsWhollyKnown() {
+			diags = append(diags, validateVariable(v, val)...)
+		}
+	}
+	return values, sensitive, diags
+}
+
+// validateVariable checks a variable's value against its validation
+// blocks. A condition may refer to the variable itself (var.NAME) and use
+// functions.
+func validateVariable(v *variable, val cty.Value) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	ctx := &hcl.EvalContext{
+		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{v.name: val})},
+		Functions: functions(),
+	}
+	for _, b := range v.validations {
+		content, d := b.Body.Content(validationSchema)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		cond, msgAttr := content.Attributes["condition"], content.Attributes["error_message"]
+		for _, tr := range cond.Expr.Variables() {
+			if tr.RootName() != "var" || len(tr) < 2 {
+				continue
+			}
+			if a, ok := tr[1].(hcl.TraverseAttr); ok && a.Name != v.name {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid validation condition",
+					Detail:   fmt.Sprintf("The condition of variable %q may refer only to var.%s.", v.name, v.name),
+					Subject:  tr.SourceRange().Ptr(),
+				})
+			}
+		}
+		if diags.HasErrors() {
+			continue
+		}
+		ok, d := evalBool(cond.Expr, ctx, "condition")
+		diags = append(diags, d...)
+		if d.HasErrors() || ok {
+			continue
+		}
+		msg, d := evalString(msgAttr.Expr, ctx, "error_message")
+		diags = append(diags, d...)
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s\n\nVariable %q failed this validation rule with %s.", msg, v.name, v.source),
+			Subject:  cond.Expr.Range().Ptr(),
+		})
+	}
+	return diags
 }
 
 // parseVarValue reads a value given as text. A string-typed (or untyped,

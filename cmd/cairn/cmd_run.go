@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,10 +84,13 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, asJSON bool, 
 	if asJSON {
 		rep = &jsonReporter{enc: json.NewEncoder(out)}
 	}
-	_, eng, err := g.openEngine(rep)
+	s, eng, err := g.openEngine(rep)
 	if err != nil {
 		return err
 	}
+	// Values of sensitive variables are not written to state.json: a
+	// resumed run needs them given again.
+	ro.Vars = dropSensitive(ro.Vars, s.SensitiveVars)
 	ro.Stop = g.graceful()
 	res, err := eng.Run(ctx, ro)
 	if res == nil {
@@ -289,4 +293,19 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// dropSensitive removes NAME=VALUE entries naming a sensitive variable.
+func dropSensitive(vars, sensitive []string) []string {
+	if len(sensitive) == 0 {
+		return vars
+	}
+	var out []string
+	for _, kv := range vars {
+		name, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(sensitive, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
