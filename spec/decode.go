@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -109,9 +110,15 @@ func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
 		v["phase"] = objectOrEmpty(phases)
 	}
 	fns := functions()
+	sc.addSpecFuncs(fns)
+	return &hcl.EvalContext{Variables: v, Functions: fns}
+}
+
+// addSpecFuncs adds file() and env(), which depend on the workspace and
+// the environment, to fns.
+func (sc *scope) addSpecFuncs(fns map[string]function.Function) {
 	fns["file"] = sc.fileFunc()
 	fns["env"] = sc.envFunc()
-	return &hcl.EvalContext{Variables: v, Functions: fns}
 }
 
 func objectOrEmpty(m map[string]cty.Value) cty.Value {

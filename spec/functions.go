@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	ctyyaml "github.com/zclconf/go-cty-yaml"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
@@ -127,6 +128,8 @@ func functions() map[string]function.Function {
 		"trimsuffix":      stdlib.TrimSuffixFunc,
 		"upper":           stdlib.UpperFunc,
 		"values":          stdlib.ValuesFunc,
+		"yamldecode":      ctyyaml.YAMLDecodeFunc,
+		"yamlencode":      ctyyaml.YAMLEncodeFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}
 }
