@@ -28,5 +28,13 @@ func runGraph(g *globals, out io.Writer) error {
 	if name == "" {
 		name = "cairn"
 	}
-	return dag.WriteDOT(out, s.Graph, dag.DOTOptions{Name: name})
+	// The instances of a phase with for_each are drawn together, in a
+	// cluster labelled with the phase's name.
+	cluster := func(v string) (string, string) {
+		if p := s.Phase(v); p != nil && p.HasForEach {
+			return p.Block, p.Block + " (for_each)"
+		}
+		return "", ""
+	}
+	return dag.WriteDOT(out, s.Graph, dag.DOTOptions{Name: name, Cluster: cluster})
 }
