@@ -13,7 +13,7 @@ variable "call_budget" {
 }
 
 variable "run_budget" {
-  default     = 0.4
+  default     = 0.45
   description = "max_cost of the whole run, resumed runs included"
 }
 
