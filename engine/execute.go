@@ -8,6 +8,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
@@ -261,7 +262,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 // overBudget says how spent exceeds b, or returns "".
 func overBudget(b spec.Budget, spent Spend) string {
 	if b.MaxCost != nil && spent.Cost > *b.MaxCost {
-		return fmt.Sprintf("spent %s of max_cost %s", fmtCost(spent.Cost), fmtCost(*b.MaxCost))
+		return fmt.Sprintf("spent %s of max_cost %s", FormatCost(spent.Cost), FormatCost(*b.MaxCost))
 	}
 	if b.MaxIterations != nil && spent.Iterations > *b.MaxIterations {
 		return fmt.Sprintf("ran %d of max_iterations %d", spent.Iterations, *b.MaxIterations)
@@ -281,7 +282,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	}
 	if p.Budget.MaxCost != nil && !ph.sawCost {
 		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
-			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, fmtCost(*p.Budget.MaxCost))})
+			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
 	}
 	if p.Cache {
 		if err := r.store(ph, tree); err != nil {
@@ -381,10 +382,10 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 	)
 	if len(p.SecretEnv) > 0 {
 		// Names only, so that cairn memo can refuse to hash a secret.
-		env = append(env, "CAIRN_SECRET_NAMES="+joinComma(p.SecretEnv))
+		env = append(env, "CAIRN_SECRET_NAMES="+strings.Join(p.SecretEnv, ","))
 	}
 	if b := p.Budget.MaxCost; b != nil {
-		env = append(env, "CAIRN_MAX_COST="+fmtCost(*b))
+		env = append(env, "CAIRN_MAX_COST="+FormatCost(*b))
 	}
 	if b := p.Budget.MaxIterations; b != nil {
 		env = append(env, "CAIRN_MAX_ITERATIONS="+strconv.FormatInt(*b, 10))
@@ -393,15 +394,4 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 		env = append(env, "CAIRN_PARAM_"+envName(k)+"="+paramText(v))
 	}
 	return env, secrets, nil
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ","
-		}
-		out += x
-	}
-	return out
 }

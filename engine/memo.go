@@ -173,12 +173,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	// Whatever the command reported was spent: pass it on to the phase's
 	// report, whether or not the call is recorded.
 	report, _ := os.ReadFile(reportPath)
-	var spend Spend
-	for _, line := range bytes.Split(report, []byte("\n")) {
-		if r, err := ParseReportLine(line); err == nil {
-			spend = spend.Add(r.Spend)
-		}
-	}
+	spend := sumReport(report)
 	if len(report) > 0 && hasReport && parentReport != "" {
 		if report[len(report)-1] != '\n' {
 			report = append(report, '\n')

@@ -192,3 +192,15 @@ func (w *reportWatcher) take(line []byte) bool {
 	w.sawCost = w.sawCost || r.HasCost
 	return true
 }
+
+// sumReport adds up the well-formed lines of a report; malformed ones
+// were warned about when they were written and count for nothing.
+func sumReport(data []byte) Spend {
+	var total Spend
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if r, err := ParseReportLine(line); err == nil {
+			total = total.Add(r.Spend)
+		}
+	}
+	return total
+}

@@ -233,7 +233,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 				ps.Status = StatusSkipped
 				switch reason {
 				case StopBudget:
-					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", fmtCost(*st.MaxCost))
+					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", FormatCost(*st.MaxCost))
 					r.res.BudgetSkipped++
 				case "":
 					ps.Error = "not started: the run ended after a failure"
@@ -352,8 +352,8 @@ func (r *runner) budgetSpent() bool {
 	return r.ledger.Cost >= *max
 }
 
-// fmtCost renders a cost without trailing zeros.
-func fmtCost(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+// FormatCost renders a cost without trailing zeros.
+func FormatCost(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // linkSelf puts a "cairn" symlink to the running binary in .cairn/bin, so
 // that phases find cairn on their PATH even when it is not installed.

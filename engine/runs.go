@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -205,18 +204,9 @@ func (w *Workspace) RecordedSpend(st *RunState) Spend {
 	dir := filepath.Join(w.RunsDir(), st.RunID, "reports")
 	ents, _ := os.ReadDir(dir)
 	for _, ent := range ents {
-		f, err := os.Open(filepath.Join(dir, ent.Name()))
-		if err != nil {
-			continue
+		if data, err := os.ReadFile(filepath.Join(dir, ent.Name())); err == nil {
+			fromReports = fromReports.Add(sumReport(data))
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 64<<10)
-		for sc.Scan() {
-			if r, err := ParseReportLine(sc.Bytes()); err == nil {
-				fromReports = fromReports.Add(r.Spend)
-			}
-		}
-		f.Close()
 	}
 	if fromReports.Cost > total.Cost {
 		total.Cost = fromReports.Cost

@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -132,7 +131,7 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, asJSON bool, 
 }
 
 func fmtSpend(s engine.Spend) string {
-	out := "cost " + strconv.FormatFloat(s.Cost, 'f', -1, 64)
+	out := "cost " + engine.FormatCost(s.Cost)
 	if s.Iterations > 0 {
 		out += fmt.Sprintf(", %d iterations", s.Iterations)
 	}

@@ -215,7 +215,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 			if t := st.Total(); t != (engine.Spend{}) || st.MaxCost != nil {
 				line := "spent " + fmtSpend(t)
 				if st.MaxCost != nil {
-					line += fmt.Sprintf(" of budget %s", fmtCost(*st.MaxCost))
+					line += fmt.Sprintf(" of budget %s", engine.FormatCost(*st.MaxCost))
 				}
 				fmt.Fprintln(out, line)
 			}
@@ -244,8 +244,6 @@ func newStatusCommand(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
 	return cmd
 }
-
-func fmtCost(f float64) string { return fmtSpend(engine.Spend{Cost: f})[len("cost "):] }
 
 func newRunsCommand(g *globals) *cobra.Command {
 	var asJSON bool
@@ -291,7 +289,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 			for _, r := range runs {
 				c := counts(r)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Started.Local().Format("2006-01-02 15:04:05"), r.Status,
-					fmtDuration(runDuration(r)), c[engine.StatusSucceeded], c[engine.StatusCached]+c[engine.StatusRestored], fmtCost(r.Total().Cost))
+					fmtDuration(runDuration(r)), c[engine.StatusSucceeded], c[engine.StatusCached]+c[engine.StatusRestored], engine.FormatCost(r.Total().Cost))
 			}
 			tw.Flush()
 			writeTrimmed(out, buf.String())
@@ -373,7 +371,7 @@ func newShowCommand(g *globals) *cobra.Command {
 				}
 				cost := ""
 				if ps.Cost > 0 {
-					cost = fmtCost(ps.Cost)
+					cost = engine.FormatCost(ps.Cost)
 				}
 				att := ""
 				if ps.Attempts > 0 {
