@@ -24,9 +24,13 @@ func (c *Dir) PutEntry(e *Entry) error {
 	if err := c.checkRefs(e); err != nil {
 		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
 	}
+	if c.sign != nil {
+		b = c.sign.appendSig(b)
+	}
 	if err := c.putEntryBytes(e.Key, b); err != nil {
 		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
 	}
+	c.upload(e, b)
 	return nil
 }
 
@@ -51,10 +55,15 @@ func (c *Dir) putEntryBytes(key ActionID, b []byte) error {
 		if !existed {
 			return syncDir(filepath.Dir(dst))
 		}
-		_, err = c.getEntry(key)
+		_, err = c.getLocalEntry(key)
 		switch {
 		case err == nil, errors.Is(err, errNewerEntry):
 			return nil // keep it: first writer wins
+		case errors.Is(err, ErrUntrusted):
+			// Signatures are required and ours checks: the unsigned
+			// one gives way, so this cache's readers get a hit.
+			c.quarantinePath("entry", key.String(), dst, err)
+			continue
 		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
 			continue // moved to quarantine (or gone): publish ours
 		default:
@@ -109,16 +118,36 @@ var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", EntryFormat, Er
 // place for the cairn that wrote it. An entry that fails [DecodeEntry]
 // twice, is stored under the wrong key, or references a blob that is no
 // longer in the cache is moved to quarantine/ and reported as a
-// *CorruptError, so the next PutEntry for key can succeed.
+// *CorruptError, so the next PutEntry for key can succeed. When signatures
+// are required, an entry without a good one is an error matching both
+// ErrUntrusted and ErrNotFound, and is left in place.
+//
+// On a local miss GetEntry asks the remote, if there is one: the entry and
+// the blobs it references are verified, stored locally, and returned. A
+// remote failure of any kind is a miss.
 func (c *Dir) GetEntry(key ActionID) (*Entry, error) {
-	e, err := c.getEntry(key)
+	e, err := c.getLocalEntry(key)
+	if err != nil && c.opts.Remote != nil && errors.Is(err, ErrNotFound) {
+		if re, rerr := c.fetchEntry(key); rerr == nil {
+			return re, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
 	}
 	return e, nil
 }
 
-func (c *Dir) getEntry(key ActionID) (*Entry, error) {
+// GetLocalEntry is GetEntry without asking the remote.
+func (c *Dir) GetLocalEntry(key ActionID) (*Entry, error) {
+	e, err := c.getLocalEntry(key)
+	if err != nil {
+		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
+	}
+	return e, nil
+}
+
+func (c *Dir) getLocalEntry(key ActionID) (*Entry, error) {
 	for try := 0; ; try++ {
 		e, retry, err := c.readEntry(key, try == 0)
 		if retry {
@@ -164,5 +193,11 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 			return nil, false, c.quarantineFile("entry", key.String(), f, bad)
 		}
 	}
+	if err := c.checkTrust(b); err != nil {
+		return nil, false, untrusted(err)
+	}
 	return e, false, nil
 }
+
+// untrusted marks err (which wraps ErrUntrusted) as a miss too.
+func untrusted(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotFound) }

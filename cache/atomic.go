@@ -24,6 +24,72 @@ const (
 	tempPerm fs.FileMode = 0o666
 )
 
+// Modes of a group-shared cache, set explicitly (with chmod, so the users'
+// umasks do not matter): directories setgid and group-writable, so every
+// file created in them belongs to the cache's group and any member may add
+// and remove entries; objects read-only for owner and group. No world bits:
+// sharing with the group is explicit, sharing with everyone is not offered.
+const (
+	sharedDirPerm    = 0o2770
+	sharedObjectPerm = 0o440
+	sharedRWPerm     = 0o660 // files members rewrite or lock: usage logs, lock files
+)
+
+// perms says how the cache creates directories and files: private (modes
+// from the umask) or group-shared.
+type perms struct{ shared bool }
+
+// mkdir creates one directory. In a shared cache it gets sharedDirPerm
+// exactly, whatever the umask.
+func (p perms) mkdir(dir string) error {
+	if err := os.Mkdir(dir, dirPerm); err != nil {
+		return err
+	}
+	if p.shared {
+		return os.Chmod(dir, sharedDirPerm|fs.ModeSetgid)
+	}
+	return nil
+}
+
+// mkdirAll creates dir and any missing parents, each through mkdir.
+func (p perms) mkdirAll(dir string) error {
+	st, err := os.Stat(dir)
+	if err == nil {
+		if !st.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := p.mkdirAll(parent); err != nil {
+			return err
+		}
+	}
+	err = p.mkdir(dir)
+	if errors.Is(err, fs.ErrExist) {
+		return nil // made by another process meanwhile
+	}
+	return err
+}
+
+// objectMode is the mode a committed object gets: read-only, group-readable
+// when shared, else the temp file's umask-filtered mode without write bits.
+func (p perms) objectMode(cur fs.FileMode) fs.FileMode {
+	if p.shared {
+		return sharedObjectPerm
+	}
+	return cur.Perm() &^ 0o222
+}
+
+// rwMode is the mode of a file that is rewritten in place (a usage log, a
+// lock file): group read-write when shared, else 0o644 less the umask.
+func (p perms) rwMode() fs.FileMode {
+	if p.shared {
+		return sharedRWPerm
+	}
+	return 0o644
+}
+
 // errNotRegular reports a cache object path that holds a symlink, FIFO,
 // directory or device instead of a regular file.
 var errNotRegular = errors.New("not a regular file")
@@ -54,17 +120,18 @@ func openObject(path string) (*os.File, error) {
 type tempFile struct {
 	f    *os.File
 	path string
+	p    perms // how commit sets the mode, and publish makes directories
 }
 
 // createTemp creates a new, empty file in dir named prefix plus a random
 // suffix, with O_EXCL so two writers (on two machines sharing the directory)
 // never share a temp file.
-func createTemp(dir, prefix string, perm fs.FileMode) (*tempFile, error) {
+func createTemp(dir, prefix string, perm fs.FileMode, pm perms) (*tempFile, error) {
 	for try := 0; ; try++ {
 		p := filepath.Join(dir, fmt.Sprintf("%s%016x", prefix, rand.Uint64()))
 		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if err == nil {
-			return &tempFile{f: f, path: p}, nil
+			return &tempFile{f: f, path: p, p: pm}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) || try >= 100 {
 			return nil, err
@@ -80,7 +147,7 @@ func (t *tempFile) Write(p []byte) (int, error) { return t.f.Write(p) }
 func (t *tempFile) commit() error {
 	st, err := t.f.Stat()
 	if err == nil {
-		err = t.f.Chmod(st.Mode().Perm() &^ 0o222)
+		err = t.f.Chmod(t.p.objectMode(st.Mode()))
 	}
 	if err == nil {
 		err = t.f.Sync()
@@ -137,7 +204,7 @@ func publish(t *tempFile, dst string) (existed bool, err error) {
 		case errors.Is(err, fs.ErrExist):
 			return true, nil
 		case errors.Is(err, fs.ErrNotExist) && try == 0:
-			if err := mkdirSynced(filepath.Dir(dst)); err != nil {
+			if err := mkdirSynced(filepath.Dir(dst), t.p); err != nil {
 				return false, err
 			}
 			continue
@@ -161,16 +228,16 @@ func linkUnsupported(err error) bool {
 // parent so the new directory entry is as durable as what goes into it. It
 // syncs even when another process created dir, since that process may not
 // have synced yet.
-func mkdirSynced(dir string) error {
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
+func mkdirSynced(dir string, p perms) error {
+	if err := p.mkdirAll(dir); err != nil {
 		return err
 	}
 	return syncDir(filepath.Dir(dir))
 }
 
 // mkdirIfMissing creates dir if it does not exist and reports whether it did.
-func mkdirIfMissing(dir string) (created bool, err error) {
-	err = os.Mkdir(dir, dirPerm)
+func mkdirIfMissing(dir string, p perms) (created bool, err error) {
+	err = p.mkdir(dir)
 	if errors.Is(err, fs.ErrExist) {
 		st, serr := os.Stat(dir)
 		if serr != nil {

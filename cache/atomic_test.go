@@ -8,7 +8,7 @@ import (
 
 func commitTemp(t *testing.T, dir, content string) *tempFile {
 	t.Helper()
-	tf, err := createTemp(dir, "x-", tempPerm)
+	tf, err := createTemp(dir, "x-", tempPerm, perms{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestCreateTempUnique(t *testing.T) {
 	dir := t.TempDir()
 	seen := map[string]bool{}
 	for i := 0; i < 100; i++ {
-		tf, err := createTemp(dir, "blob-", tempPerm)
+		tf, err := createTemp(dir, "blob-", tempPerm, perms{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -36,7 +36,7 @@ func (c *Dir) PutFile(path string) (Digest, int64, error) {
 	if st.Mode().IsRegular() {
 		want = st.Size()
 	}
-	d, n, err := c.put(f, want)
+	d, n, err := c.put(f, want, Digest{})
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
 	}
@@ -46,7 +46,7 @@ func (c *Dir) PutFile(path string) (Digest, int64, error) {
 // PutReader stores everything read from r until EOF and returns its digest
 // and size. When it returns nil, the blob is durable.
 func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
-	d, n, err := c.put(r, -1)
+	d, n, err := c.put(r, -1, Digest{})
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("cache put: %w", err)
 	}
@@ -60,7 +60,7 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), int64(len(b))) {
 		return d, nil
 	}
-	got, _, err := c.put(bytes.NewReader(b), int64(len(b)))
+	got, _, err := c.put(bytes.NewReader(b), int64(len(b)), Digest{})
 	if err != nil {
 		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), err)
 	}
@@ -69,8 +69,9 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 
 // put streams r into a temp file while hashing, compressing if a sample
 // says so, and publishes it under its digest. want, if not -1, is the length
-// r must have.
-func (c *Dir) put(r io.Reader, want int64) (Digest, int64, error) {
+// r must have; expect, if not zero, the digest it must have (content from a
+// remote): anything else is discarded before it is published.
+func (c *Dir) put(r io.Reader, want int64, expect Digest) (Digest, int64, error) {
 	t, err := c.newTemp("blob")
 	if err != nil {
 		return Digest{}, 0, err
@@ -119,6 +120,9 @@ func (c *Dir) put(r io.Reader, want int64) (Digest, int64, error) {
 	}
 	if want >= 0 && n != want {
 		return Digest{}, 0, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
+	}
+	if !expect.IsZero() && d != expect {
+		return Digest{}, 0, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
 	}
 	// A blob already present needs no fsync of a copy that will be thrown
 	// away: content-addressed objects are write-once.

@@ -30,12 +30,43 @@ const cacheDirTag = cacheDirTagSig + "\n" +
 	"#\thttps://bford.info/cachedir/\n"
 
 // Dir is a content-addressed blob store plus an action cache in one
-// directory. It holds no open files and no locks: a *Dir is safe for
-// concurrent use by many goroutines, and many processes (on many machines)
-// may use the same directory at once. Writers may duplicate work, never
-// corrupt it.
+// directory, optionally backed by a [Remote]. It holds no open files and no
+// locks: a *Dir is safe for concurrent use by many goroutines, and many
+// processes (on many machines, as many users) may use the same directory at
+// once. Writers may duplicate work, never corrupt it.
 type Dir struct {
-	root string
+	root  string
+	perms perms
+	opts  Options
+	sign  *signer // nil: entries are written unsigned
+
+	remote *remoteCounters
+}
+
+// Options configures how a cache directory is opened. The zero value is a
+// private local cache.
+type Options struct {
+	// Shared makes the cache group-shared (see [Dir.Shared]): Open makes
+	// root setgid and group-writable if it can. A cache whose root is
+	// already setgid is shared whatever Shared says, so every teammate's
+	// cairn keeps the modes right once one of them set it up.
+	Shared bool
+
+	// Remote, if set, is asked on a local miss, and receives every entry
+	// PutEntry stores (blobs first), unless RemoteReadOnly.
+	Remote         Remote
+	RemoteReadOnly bool
+
+	// SigningKey, if set, signs every entry written (HMAC-SHA256 over its
+	// body) and checks the signature of every entry read.
+	SigningKey []byte
+	// RequireSigned makes readers treat an unsigned entry, or one whose
+	// signature does not check with SigningKey, as a miss.
+	RequireSigned bool
+
+	// Warn receives one-line warnings (a remote unreachable, an untrusted
+	// entry, a world-writable root). Nil discards them.
+	Warn func(msg string)
 }
 
 // Open opens the cache in root, creating root and its layout if missing:
@@ -43,7 +74,10 @@ type Dir struct {
 // directories. It refuses, with an error wrapping [ErrUnknownFormat], a
 // directory whose format file names a format it does not know. Opening the
 // same root from many processes at once is safe.
-func Open(root string) (*Dir, error) {
+func Open(root string) (*Dir, error) { return OpenWith(root, Options{}) }
+
+// OpenWith is [Open] with options.
+func OpenWith(root string, o Options) (*Dir, error) {
 	if root == "" {
 		return nil, errors.New("cache open: empty directory name")
 	}
@@ -51,16 +85,48 @@ func Open(root string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache open %s: %w", root, err)
 	}
-	c := &Dir{root: abs}
-	if err := c.init(); err != nil {
+	if o.RequireSigned && len(o.SigningKey) == 0 {
+		return nil, fmt.Errorf("cache open %s: require_signed is set but no signing key is: set CAIRN_CACHE_SIGNING_KEY", abs)
+	}
+	c := &Dir{root: abs, opts: o, remote: new(remoteCounters)}
+	if len(o.SigningKey) > 0 {
+		c.sign = newSigner(o.SigningKey)
+	}
+	if err := c.init(o.Shared); err != nil {
 		return nil, fmt.Errorf("cache open %s: %w", abs, err)
 	}
 	return c, nil
 }
 
-func (c *Dir) init() error {
-	if err := os.MkdirAll(c.root, dirPerm); err != nil {
+// Shared reports whether the cache is group-shared: directories setgid and
+// group-writable, objects group-readable, whatever each user's umask.
+func (c *Dir) Shared() bool { return c.perms.shared }
+
+// warn passes a warning to Options.Warn.
+func (c *Dir) warn(format string, args ...any) {
+	if c.opts.Warn != nil {
+		c.opts.Warn(fmt.Sprintf(format, args...))
+	}
+}
+
+func (c *Dir) init(shared bool) error {
+	c.perms.shared = shared
+	if err := c.perms.mkdirAll(c.root); err != nil {
 		return err
+	}
+	st, err := os.Stat(c.root)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSetgid != 0 {
+		c.perms.shared = true
+	} else if shared {
+		if err := os.Chmod(c.root, sharedDirPerm|fs.ModeSetgid); err != nil {
+			return fmt.Errorf("make the cache group-shared: %w (the owner of %s can run: cairn cache init --shared)", err, c.root)
+		}
+	}
+	if st.Mode().Perm()&0o002 != 0 && st.Mode()&fs.ModeSticky == 0 {
+		c.warn("warning: cache directory %s is writable by every user on this machine; anyone can plant results. Restrict it to a group: cairn cache init --shared --group GROUP", c.root)
 	}
 	// Check the format before adding anything to a directory we may not own.
 	if err := c.checkFormat(); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -68,7 +134,7 @@ func (c *Dir) init() error {
 	}
 	created := false
 	for _, d := range []string{tmpDir, casDir, acDir, quarantineDir} {
-		made, err := mkdirIfMissing(filepath.Join(c.root, d))
+		made, err := mkdirIfMissing(filepath.Join(c.root, d), c.perms)
 		if err != nil {
 			return err
 		}
@@ -130,7 +196,7 @@ func (c *Dir) Root() string { return c.root }
 
 // newTemp creates a temp file under tmp/ for an object of the given kind.
 func (c *Dir) newTemp(kind string) (*tempFile, error) {
-	return createTemp(filepath.Join(c.root, tmpDir), kind+"-", tempPerm)
+	return createTemp(filepath.Join(c.root, tmpDir), kind+"-", tempPerm, c.perms)
 }
 
 // blobPath returns the path of blob d, raw or compressed.

@@ -109,6 +109,10 @@ func decodeEntry(b []byte) (*Entry, error) {
 	if len(b) > maxEntrySize {
 		return nil, fmt.Errorf("%d bytes, over the %d limit", len(b), maxEntrySize)
 	}
+	b, _, err := splitSig(b) // the signature is checked by the reader that cares
+	if err != nil {
+		return nil, err
+	}
 	rest, ok := bytes.CutPrefix(b, []byte(entryHeader))
 	if !ok {
 		return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))

@@ -43,7 +43,7 @@ func (c *Dir) quarantine(kind, id, path string, was fs.FileInfo, cause error) *C
 	err := moveAside(path, dst)
 	if errors.Is(err, fs.ErrNotExist) {
 		if _, serr := os.Lstat(path); serr == nil { // quarantine/ itself was missing
-			if _, err = mkdirIfMissing(qdir); err == nil {
+			if _, err = mkdirIfMissing(qdir, c.perms); err == nil {
 				err = moveAside(path, dst)
 			}
 		}

@@ -33,7 +33,7 @@ func (c *Dir) restoreOnce(d Digest, dst string, perm fs.FileMode, mayRetry bool)
 		return false, err
 	}
 	defer f.Close()
-	t, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".cairn-", 0o600)
+	t, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".cairn-", 0o600, perms{})
 	if err != nil {
 		return false, err
 	}
