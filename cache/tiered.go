@@ -30,7 +30,7 @@ type RemoteStats struct {
 
 type remoteCounters struct {
 	hits, misses, rejected, blobsDown, blobsUp, entriesUp, uploadErrors atomic.Int64
-	warnOnce                                                           sync.Once
+	warnOnce                                                            sync.Once
 }
 
 func (c *Dir) rc() *remoteCounters { return c.remote }
