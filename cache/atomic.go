@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 )
 
 // This file holds every operation that creates, writes, syncs, renames,
@@ -30,7 +31,7 @@ const (
 // and remove entries; objects read-only for owner and group. No world bits:
 // sharing with the group is explicit, sharing with everyone is not offered.
 const (
-	sharedDirPerm    = 0o2770
+	sharedDirPerm    = 0o770 // always with fs.ModeSetgid
 	sharedObjectPerm = 0o440
 	sharedRWPerm     = 0o660 // files members rewrite or lock: usage logs, lock files
 )
@@ -94,6 +95,20 @@ func (p perms) rwMode() fs.FileMode {
 // directory or device instead of a regular file.
 var errNotRegular = errors.New("not a regular file")
 
+// errUnreadable reports a cache object this user may not read (a file
+// written with the wrong mode, by hand or by a teammate's cairn that did
+// not know the cache was shared). Like a non-regular file it can never be
+// used, and since objects are write-once it would block every later put
+// of the same object, so readers quarantine it.
+var errUnreadable = errors.New("not readable by this user")
+
+// unusable reports whether an error from openObject means the path holds
+// something no reader can use, to be quarantined, rather than an I/O
+// failure that says nothing about the object.
+func unusable(err error) bool {
+	return errors.Is(err, errNotRegular) || errors.Is(err, errUnreadable)
+}
+
 // openObject opens a cache object for reading without following a symlink
 // or blocking on a FIFO planted in its place (by a careless or hostile
 // writer of a shared cache), and checks it is a regular file.
@@ -101,6 +116,9 @@ func openObject(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: errUnreadable}
 	}
 	if err != nil {
 		return nil, err
@@ -293,4 +311,88 @@ func linkBack(src, dst string) error {
 		return nil
 	}
 	return err
+}
+
+// createAppend creates a new file that its creator appends to (a usage
+// session log), failing if it exists. In a shared cache it gets exactly
+// p.rwMode(), whatever the umask, so teammates' GC can read it.
+func createAppend(path string, p perms) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, p.rwMode())
+	if err != nil {
+		return nil, err
+	}
+	if p.shared {
+		if err := f.Chmod(p.rwMode()); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// ensureRWFile creates path, if missing, as a file every member of a shared
+// cache can open read-write (a lock file: flock needs it open, and O_RDWR
+// is what NFS and some platforms need for an exclusive lock), with exactly
+// p.rwMode() in a shared cache. An existing file is left as it is.
+func ensureRWFile(path string, p perms) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, p.rwMode())
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if p.shared {
+		err = f.Chmod(p.rwMode())
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// touch sets path's modification time to t, leaving its access time. It
+// works only on files this user owns (or may write); callers treat failure
+// as harmless.
+func touch(path string, t time.Time) error { return os.Chtimes(path, time.Time{}, t) }
+
+// touchObject marks an existing object as just stored, best effort: GC keeps
+// unreferenced blobs younger than its grace period, so a put that finds its
+// blob already present refreshes it before writing the entry that will
+// reference it. Objects other users own stay as they are.
+func touchObject(path string) { touch(path, time.Now()) }
+
+// removeFile removes one file or empty directory for GC or repair. A file
+// already gone is success: another GC or a quarantine removed it first.
+func removeFile(path string) error {
+	err := os.Remove(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// removeTree removes a directory and everything in it, for a directory
+// left where only files belong (tmp/). Gone already is success.
+func removeTree(path string) error { return os.RemoveAll(path) }
+
+// chmodOwned gives the file or directory at path exactly mode, if it is
+// still the one described by was (not swapped for a symlink to something
+// else since) and this user owns it. It opens without following symlinks
+// and changes the mode through the open descriptor.
+func chmodOwned(path string, was fs.FileInfo, mode fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(st, was) {
+		return fmt.Errorf("%s changed while being checked", path)
+	}
+	return f.Chmod(mode)
 }

@@ -64,6 +64,9 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 	return e
 }
 
+// Cache returns the engine's cache.
+func (e *Engine) Cache() *cache.Dir { return e.cache }
+
 // Workspace returns the engine's workspace.
 func (e *Engine) Workspace() *Workspace { return &e.ws }
 

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -137,7 +138,7 @@ var experimentSchema = &hcl.BodySchema{
 }
 
 var cacheSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "dir"}},
+	Attributes: []hcl.AttributeSchema{{Name: "dir"}, {Name: "shared"}, {Name: "remote"}, {Name: "require_signed"}},
 }
 
 func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diagnostics) {
@@ -189,8 +190,66 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 				exp.CacheDir = absUnder(dir, expandHome(p))
 			}
 		}
+		if a, ok := cc.Attributes["shared"]; ok {
+			v, d := evalString(a.Expr, ctx, "cache.shared")
+			diags = append(diags, d...)
+			switch v {
+			case "group":
+				exp.CacheShared = true
+			case "", "none":
+			default:
+				if !d.HasErrors() {
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Invalid cache.shared",
+						Detail:   fmt.Sprintf("shared is %q; it can be \"group\" (teammates in the cache directory's Unix group share it) or \"none\".", v),
+						Subject:  a.Expr.Range().Ptr(),
+					})
+				}
+			}
+		}
+		if a, ok := cc.Attributes["remote"]; ok {
+			v, d := evalString(a.Expr, ctx, "cache.remote")
+			diags = append(diags, d...)
+			if msg := checkRemoteURL(v); msg != "" && !d.HasErrors() {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid cache.remote",
+					Detail:   msg,
+					Subject:  a.Expr.Range().Ptr(),
+				})
+			} else {
+				exp.CacheRemote = v
+			}
+		}
+		if a, ok := cc.Attributes["require_signed"]; ok {
+			v, d := evalBool(a.Expr, ctx, "cache.require_signed")
+			diags = append(diags, d...)
+			exp.CacheRequireSigned = v
+		}
 	}
 	return exp, diags
+}
+
+// checkRemoteURL returns why u cannot be a remote cache URL, or "".
+// Credentials are refused here: the spec is committed and shared, so they
+// come from the environment or netrc instead.
+func checkRemoteURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	pu, err := url.Parse(u)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("remote is not a URL: %v.", err)
+	case pu.Scheme != "http" && pu.Scheme != "https":
+		return fmt.Sprintf("remote must be an http:// or https:// URL of a Bazel HTTP cache, not %q.", u)
+	case pu.Host == "":
+		return fmt.Sprintf("remote %q has no host.", u)
+	case pu.User != nil:
+		return "remote must not hold credentials: the spec is shared. Set CAIRN_REMOTE_TOKEN (a bearer token) or CAIRN_REMOTE_HEADER, or use ~/.netrc."
+	}
+	return ""
 }
 
 // leafStrings returns the string forms of v's primitive leaves that are

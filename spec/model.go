@@ -74,6 +74,15 @@ type Experiment struct {
 	// CacheDir is the cache directory from cache { dir }, made absolute
 	// against the workspace, or "" when not set.
 	CacheDir string `json:"cache_dir,omitempty"`
+	// CacheShared is cache { shared = "group" }: the cache directory is
+	// shared by a Unix group.
+	CacheShared bool `json:"cache_shared,omitempty"`
+	// CacheRemote is the remote cache's URL from cache { remote }, or "".
+	// It never holds credentials (they come from the environment).
+	CacheRemote string `json:"cache_remote,omitempty"`
+	// CacheRequireSigned is cache { require_signed = true }: entries not
+	// signed with the team key (CAIRN_CACHE_SIGNING_KEY) are ignored.
+	CacheRequireSigned bool `json:"cache_require_signed,omitempty"`
 	// Budget holds the whole-run limits.
 	Budget RunBudget `json:"budget,omitzero"`
 }

@@ -1,0 +1,172 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+)
+
+// ShareReport says what [MakeShared] changed.
+type ShareReport struct {
+	Root    string
+	Group   string // group name (or id) the cache belongs to
+	Fixed   int    // files and directories whose group or mode was changed
+	Skipped []string
+}
+
+// MakeShared turns root into a group-shared cache (creating it if missing):
+// root and every directory under it setgid and group-writable (2770),
+// objects group-readable (0440), usage logs and lock files group-writable
+// (0660), all in group (a name or numeric id; "" keeps root's current
+// group). Files owned by other users cannot be changed by us; they are
+// listed in Skipped for their owner (or root) to fix. Running it again is
+// harmless. Every cairn that opens the cache afterwards sees the setgid bit
+// on root and keeps these modes, whatever its user's umask.
+func MakeShared(root, group string) (*ShareReport, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	gid := -1
+	if group != "" {
+		gid, err = lookupGroup(group)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(abs, dirPerm); err != nil {
+		return nil, err
+	}
+	if gid >= 0 {
+		if err := os.Chown(abs, -1, gid); err != nil {
+			return nil, fmt.Errorf("give %s to group %s: %w (you must own it and be a member of the group)", abs, group, err)
+		}
+	}
+	if err := os.Chmod(abs, sharedDirPerm|fs.ModeSetgid); err != nil {
+		return nil, fmt.Errorf("make %s group-shared: %w", abs, err)
+	}
+	// Opening lays out the cache with shared modes (root is setgid now).
+	c, err := Open(abs)
+	if err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	rootGid := int(st.Sys().(*syscall.Stat_t).Gid)
+	rep := &ShareReport{Root: abs, Group: groupName(rootGid)}
+	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			return nil
+		}
+		if d.IsDir() && p == filepath.Join(abs, tmpDir) {
+			return fs.SkipDir // files being written; their writer sets the mode
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		want := c.sharedMode(p, d.IsDir())
+		sys := info.Sys().(*syscall.Stat_t)
+		okMode := info.Mode()&(fs.ModePerm|fs.ModeSetgid) == want
+		okGroup := int(sys.Gid) == rootGid
+		if okMode && okGroup {
+			return nil
+		}
+		if int(sys.Uid) != os.Geteuid() && os.Geteuid() != 0 {
+			rep.Skipped = append(rep.Skipped, p)
+			return nil
+		}
+		if !okGroup {
+			if err := os.Lchown(p, -1, rootGid); err != nil {
+				rep.Skipped = append(rep.Skipped, p)
+				return nil
+			}
+		}
+		if err := os.Chmod(p, want); err != nil {
+			rep.Skipped = append(rep.Skipped, p)
+			return nil
+		}
+		rep.Fixed++
+		return nil
+	})
+	return rep, err
+}
+
+// sharedMode is the mode path p should have in a shared cache.
+func (c *Dir) sharedMode(p string, dir bool) fs.FileMode {
+	if dir {
+		return sharedDirPerm | fs.ModeSetgid
+	}
+	rel, _ := filepath.Rel(c.root, p)
+	top, _, _ := cutPath(rel)
+	switch top {
+	case "sessions", "locks":
+		return sharedRWPerm
+	}
+	return sharedObjectPerm
+}
+
+func cutPath(rel string) (first, rest string, ok bool) {
+	for i := 0; i < len(rel); i++ {
+		if rel[i] == filepath.Separator {
+			return rel[:i], rel[i+1:], true
+		}
+	}
+	return rel, "", false
+}
+
+func lookupGroup(name string) (int, error) {
+	if n, err := strconv.Atoi(name); err == nil {
+		return n, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		return 0, fmt.Errorf("group %q: %w", name, err)
+	}
+	return strconv.Atoi(g.Gid)
+}
+
+func groupName(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(gid)
+}
+
+// EntryKeys lists the keys of the entries in the local cache, in no
+// particular order. Files that are not entries are ignored.
+func (c *Dir) EntryKeys() ([]ActionID, error) {
+	var keys []ActionID
+	shards, err := os.ReadDir(filepath.Join(c.root, acDir))
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		if !sh.IsDir() {
+			continue
+		}
+		names, err := os.ReadDir(filepath.Join(c.root, acDir, sh.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, n := range names {
+			if k, err := ParseActionID(n.Name()); err == nil && n.Type().IsRegular() {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}
