@@ -110,7 +110,7 @@ stop_pid() {
 # http_status URL -> prints the HTTP status code (000 if no answer).
 http_status() {
   if command -v curl >/dev/null 2>&1; then
-    curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" 2>/dev/null || true
+    curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$1" 2>/dev/null || true
     return 0
   fi
   # Fallback without curl: a bare HTTP/1.0 request through bash's /dev/tcp.
@@ -123,33 +123,41 @@ http_status() {
   [[ ${line:0:3} =~ ^[0-9]{3}$ ]] && echo "${line:0:3}" || echo 000
 }
 
-# port_in_use PORT: something accepts TCP connections on 127.0.0.1:PORT.
+# port_in_use PORT: some socket listens on TCP port PORT (any address).
+# Reads the kernel's tables rather than connecting: a connect probe times out
+# spuriously on a loaded machine.
 port_in_use() {
-  # shellcheck disable=SC2016  # expanded by the inner bash
-  timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+  local hex
+  hex=$(printf '%04X' "$1")
+  # /proc/net/tcp{,6}: "sl local_address rem_address st ..."; st 0A = LISTEN.
+  awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 }
+    END { exit !found }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
 port_holder() {
   if command -v ss >/dev/null 2>&1; then
-    ss -ltnpH "sport = :$1" 2>/dev/null | sed 's/^/    /' || true
+    ss -ltnpH "sport = :$1" 2>/dev/null | sed 's/^/    /' >&2 || true
   fi
 }
 
 # wait_ready NAME URL PIDFILE COMM LOGFILE: poll URL until 200, bounded by
 # READY_TIMEOUT; fail early if the process dies.
 wait_ready() {
-  local name=$1 url=$2 pidfile=$3 comm=$4 logf=$5 start=$SECONDS code seen_pid=0
+  local name=$1 url=$2 pidfile=$3 comm=$4 logf=$5 start=$SECONDS code seen_pid=0 pid
   while :; do
     if running_ours "$pidfile" "$comm" >/dev/null; then
       seen_pid=1
       code=$(http_status "$url")
       [ "$code" != 200 ] || return 0
-    elif [ "$seen_pid" = 1 ] || [ $((SECONDS - start)) -ge 5 ]; then
+    elif [ "$seen_pid" = 1 ]; then
       log "$name exited before answering on $url"
       fail_log "$logf"
     fi
     if [ $((SECONDS - start)) -ge "$READY_TIMEOUT" ]; then
-      log "$name did not answer 200 on $url within ${READY_TIMEOUT}s (last: ${code:-none})"
+      log "$name did not answer 200 on $url within ${READY_TIMEOUT}s (last: ${code:-no pid yet})"
+      # Do not leave a half-started server that a later setup would take as up.
+      if pid=$(running_ours "$pidfile" "$comm"); then stop_pid "$pid" "$comm" TERM; fi
+      rm -f "$pidfile"
       fail_log "$logf"
     fi
     sleep 0.1
