@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 )
 
@@ -27,14 +28,16 @@ func (c *Dir) PutEntry(e *Entry) error {
 	if c.sign != nil {
 		b = c.sign.appendSig(b)
 	}
-	if err := c.putEntryBytes(e.Key, b); err != nil {
+	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
 		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
 	}
 	c.upload(e, b)
 	return nil
 }
 
-func (c *Dir) putEntryBytes(key ActionID, b []byte) error {
+// putEntryBytes publishes the stored form b of the entry for key, whose
+// blobs are refs.
+func (c *Dir) putEntryBytes(key ActionID, b []byte, refs []blobRef) error {
 	t, err := c.newTemp("entry")
 	if err != nil {
 		return err
@@ -44,6 +47,13 @@ func (c *Dir) putEntryBytes(key ActionID, b []byte) error {
 		return err
 	}
 	if err := t.commit(); err != nil {
+		return err
+	}
+	// Check the blobs again and refresh them just before publishing: a GC
+	// that has not seen this entry yet then finds them younger than its
+	// grace period, however long the put took (FORMAT.md, "Garbage
+	// collection").
+	if err := c.refreshRefs(refs); err != nil {
 		return err
 	}
 	dst := c.entryPath(key)
@@ -80,6 +90,19 @@ func (c *Dir) checkRefs(e *Entry) error {
 		if !c.HasBlob(r.d) {
 			return fmt.Errorf("%s: blob %s: %w", r.what, r.d.Short(), ErrNotFound)
 		}
+	}
+	return nil
+}
+
+// refreshRefs returns an error wrapping ErrNotFound for the first blob in
+// refs that is not in the cache, and marks the others as just used.
+func (c *Dir) refreshRefs(refs []blobRef) error {
+	for _, r := range refs {
+		p, ok := c.statBlob(r.d)
+		if !ok {
+			return fmt.Errorf("%s: blob %s: %w (removed while the entry was written)", r.what, r.d.Short(), ErrNotFound)
+		}
+		touchObject(p)
 	}
 	return nil
 }
@@ -163,8 +186,8 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ErrNotFound
 	}
-	if errors.Is(err, errNotRegular) {
-		return nil, false, c.quarantinePath("entry", key.String(), p, errNotRegular)
+	if unusable(err) {
+		return nil, false, c.quarantinePath("entry", key.String(), p, err)
 	}
 	if err != nil {
 		return nil, false, err
@@ -189,6 +212,15 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 	}
 	for _, r := range entryRefs(e) {
 		if !c.HasBlob(r.d) {
+			// GC removes an entry before its blobs, so a blob gone
+			// from under an entry that is itself gone (or replaced)
+			// since we opened it is a GC race: a miss, not damage.
+			if !stillAt(f, p) {
+				if mayRetry {
+					return nil, true, nil
+				}
+				return nil, false, ErrNotFound
+			}
 			bad := fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short())
 			return nil, false, c.quarantineFile("entry", key.String(), f, bad)
 		}
@@ -197,6 +229,16 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 		return nil, false, untrusted(err)
 	}
 	return e, false, nil
+}
+
+// stillAt reports whether the open file f is still the one at path.
+func stillAt(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Lstat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // untrusted marks err (which wraps ErrUntrusted) as a miss too.

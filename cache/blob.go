@@ -58,6 +58,7 @@ func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
 func (c *Dir) PutBytes(b []byte) (Digest, error) {
 	d := HashBytes(b)
 	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), int64(len(b))) {
+		touchObject(p) // about to be referenced: keep GC's grace period from ending under us
 		return d, nil
 	}
 	got, _, err := c.put(bytes.NewReader(b), int64(len(b)), Digest{})
@@ -127,6 +128,7 @@ func (c *Dir) put(r io.Reader, want int64, expect Digest) (Digest, int64, error)
 	// A blob already present needs no fsync of a copy that will be thrown
 	// away: content-addressed objects are write-once.
 	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
+		touchObject(p)
 		return d, n, nil
 	}
 	if err := t.commit(); err != nil {
@@ -146,6 +148,7 @@ func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) er
 	for try := 0; try < 3; try++ {
 		if p, st, ok := c.lstatBlob(d); ok {
 			if plausibleBlob(st, p == c.blobPath(d, false), size) {
+				touchObject(p)
 				return nil // keep the existing copy: first writer wins
 			}
 			c.quarantine("blob", d.String(), p, st, fmt.Errorf("found %v of %d bytes", st.Mode().Type(), st.Size()))
@@ -223,8 +226,8 @@ func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
 		if err == nil {
 			return f, compressed, nil
 		}
-		if errors.Is(err, errNotRegular) {
-			return nil, false, c.quarantinePath("blob", d.String(), p, errNotRegular)
+		if unusable(err) {
+			return nil, false, c.quarantinePath("blob", d.String(), p, err)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
 			return nil, false, err

@@ -13,7 +13,8 @@
 //
 //   - A [*Dir] is safe for concurrent use by many goroutines and by many
 //     processes, on one or many machines, sharing the same directory. Writers
-//     may duplicate work; they never corrupt each other. No locks are taken.
+//     may duplicate work; they never corrupt each other. Reads and writes
+//     take no lock (only [Dir.GC] does, against other GCs).
 //   - Objects are published atomically and are write-once: a reader sees an
 //     object either absent or complete, and an existing valid object is never
 //     replaced.
@@ -21,6 +22,12 @@
 //     references of an entry). A bad object is moved to quarantine/ and
 //     reported as a [*CorruptError], which matches [ErrCorrupt]; callers
 //     treat it as a miss. A missing object is [ErrNotFound].
+//
+// Maintenance: [Dir.StartSession] records a process's hits, misses and puts
+// in a [Session] (advisory: GC's least-recently-used order and its
+// protection of runs in progress, and the hit rates of [Dir.Stats]);
+// [Dir.GC] evicts entries and then unreferenced blobs (gc.go);
+// [Dir.Verify] re-checks every object and can repair (verify.go).
 //
 // The on-disk layout, the write protocol and the key encoding are written
 // down in FORMAT.md beside this file; change them only together with it.

@@ -71,8 +71,8 @@ func MakeShared(root, group string) (*ShareReport, error) {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
-		if d.IsDir() && p == filepath.Join(abs, tmpDir) {
-			return fs.SkipDir // files being written; their writer sets the mode
+		if !d.IsDir() && filepath.Dir(p) == filepath.Join(abs, tmpDir) {
+			return nil // files being written; their writer sets the mode
 		}
 		info, err := d.Info()
 		if err != nil {

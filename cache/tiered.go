@@ -80,7 +80,7 @@ func (c *Dir) fetchEntry(key ActionID) (*Entry, error) {
 			return nil, err
 		}
 	}
-	if err := c.putEntryBytes(key, b); err != nil {
+	if err := c.putEntryBytes(key, b, entryRefs(e)); err != nil {
 		return nil, err
 	}
 	c.rc().hits.Add(1)

@@ -56,6 +56,11 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 		return d, nil
 	}
 	entry, err := e.cache.GetEntry(d.key)
+	if err == nil {
+		e.session.Hit(d.key)
+	} else {
+		e.session.Miss(d.key)
+	}
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
 		d.Action, d.Reasons = ActionRun, e.explainMiss(p, comps)

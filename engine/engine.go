@@ -25,6 +25,7 @@ type Engine struct {
 
 	hashWorkers int
 	lastKeys    *keyIndex
+	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
 	producer    map[string]string // output path -> phase address
 }
 

@@ -330,7 +330,32 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 		Host:       host,
 		User:       who,
 	}
-	return c.PutEntry(entry)
+	err = c.PutEntry(entry)
+	if errors.Is(err, cache.ErrNotFound) {
+		// A blob was evicted (cairn cache gc) between being stored and
+		// being referenced: store the outputs again, once.
+		for _, f := range tree {
+			if f.Type != cache.TypeFile {
+				continue
+			}
+			d, _, perr := c.PutFile(r.e.ws.Abs(f.Path))
+			if perr != nil {
+				return perr
+			}
+			if d != f.Digest {
+				return fmt.Errorf("output %s changed after the phase ended", f.Path)
+			}
+		}
+		if _, _, err = c.PutFile(ph.stdout); err == nil {
+			if _, _, err = c.PutFile(ph.stderr); err == nil {
+				err = c.PutEntry(entry)
+			}
+		}
+	}
+	if err == nil {
+		r.e.session.Put(entry.Key)
+	}
+	return err
 }
 
 // environment builds a phase's clean environment: a minimal passthrough,

@@ -116,6 +116,14 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	defer lock.Unlock()
 	e.recoverStaleRun()
+	// The session tells cairn cache gc what this run uses, and cairn cache
+	// stats how often it hit; it is advisory, so a failure only warns.
+	if s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root); err == nil {
+		e.session = s
+		defer func() { s.Close(); e.session = nil }()
+	} else {
+		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
+	}
 
 	var spentBefore Spend
 	if opts.ResumeOf != "" {

@@ -32,7 +32,7 @@ swallow the loop's input.`,
 			var c *cache.Dir
 			var err error
 			if dir := os.Getenv("CAIRN_CACHE_DIR"); dir != "" && g.CacheDir == "" {
-				c, err = cache.Open(dir)
+				c, err = g.openCache(dir, nil)
 			} else {
 				c, err = g.looseCache()
 			}

@@ -291,6 +291,9 @@ func plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
+	if strings.HasSuffix(noun, "y") && !strings.HasSuffix(noun, "ay") && !strings.HasSuffix(noun, "ey") {
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 

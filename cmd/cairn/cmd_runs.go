@@ -35,18 +35,26 @@ func (g *globals) workspace() (engine.Workspace, error) {
 // spec's cache.dir is used when the spec loads, and ignored when it does
 // not.
 func (g *globals) looseCache() (*cache.Dir, error) {
-	var s *spec.Spec
-	if _, err := os.Stat(g.File); err == nil {
-		p := spec.NewParser()
-		if sp, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv}); !diags.HasErrors() {
-			s = sp
-		}
-	}
+	s := g.looseSpec()
 	dir, err := g.cacheDir(s)
 	if err != nil {
 		return nil, err
 	}
-	return cache.Open(dir)
+	return g.openCache(dir, s)
+}
+
+// looseSpec loads the spec if it loads, for its cache settings; nil if it
+// does not.
+func (g *globals) looseSpec() *spec.Spec {
+	if _, err := os.Stat(g.File); err != nil {
+		return nil
+	}
+	p := spec.NewParser()
+	sp, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv})
+	if diags.HasErrors() {
+		return nil
+	}
+	return sp
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -38,6 +39,10 @@ type globals struct {
 	Vars     []string
 	VarFiles []string
 
+	RemoteCache    string
+	RemoteReadOnly bool
+	RemoteInsecure bool
+
 	stderr io.Writer
 	parser *spec.Parser
 
@@ -46,6 +51,8 @@ type globals struct {
 	// cancels the context at once.
 	stopCh         chan struct{}
 	gracefulWanted atomic.Bool
+
+	warnMu sync.Mutex
 }
 
 // graceful asks that the first interrupt only close the returned channel
@@ -58,6 +65,9 @@ func (g *globals) graceful() <-chan struct{} {
 func (g *globals) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&g.File, "file", "f", spec.DefaultFile, "read the experiment from `FILE`")
 	f.StringVar(&g.CacheDir, "cache-dir", "", "use the cache in `DIR` (default $CAIRN_CACHE_DIR, cache.dir, or ~/.cache/cairn)")
+	f.StringVar(&g.RemoteCache, "remote-cache", "", "use the Bazel HTTP cache at `URL` behind the local cache (default $CAIRN_REMOTE_CACHE, cache.remote; \"off\" disables)")
+	f.BoolVar(&g.RemoteReadOnly, "remote-read-only", false, "read from the remote cache but never upload to it (also CAIRN_REMOTE_READ_ONLY=1)")
+	f.BoolVar(&g.RemoteInsecure, "remote-insecure", false, "allow sending remote-cache credentials over plain http to a host that is not this machine")
 	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable; wins over -var-file and CAIRN_VAR_NAME)")
 	f.StringArrayVar(&g.VarFiles, "var-file", nil, "read variables from `FILE` (HCL: name = value; repeatable, a later file wins)")
 }
@@ -123,6 +133,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newInitCommand(g),
 		newCheckoutCommand(g),
 		newMemoCommand(g),
+		newCacheCommand(g),
 		newVersionCommand(),
 	)
 	return root
@@ -255,11 +266,65 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := cache.Open(dir)
+	c, err := g.openCache(dir, s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open cache: %w", err)
+		return nil, nil, err
 	}
 	return s, engine.New(s, c, engine.Config{Reporter: rep}), nil
+}
+
+// openCache opens the cache in dir with the sharing, remote and signing
+// settings of the spec (nil when there is none), the flags and the
+// environment.
+func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
+	var exp spec.Experiment
+	if s != nil {
+		exp = s.Experiment
+	}
+	o := cache.Options{
+		Shared:        exp.CacheShared,
+		RequireSigned: exp.CacheRequireSigned || envTrue("CAIRN_CACHE_REQUIRE_SIGNED"),
+		Warn:          g.warn,
+	}
+	if k := os.Getenv("CAIRN_CACHE_SIGNING_KEY"); k != "" {
+		o.SigningKey = []byte(k)
+	}
+	url := exp.CacheRemote
+	if v := os.Getenv("CAIRN_REMOTE_CACHE"); v != "" {
+		url = v
+	}
+	if g.RemoteCache != "" {
+		url = g.RemoteCache
+	}
+	if url != "" && url != "off" && url != "none" {
+		readOnly := g.RemoteReadOnly || envTrue("CAIRN_REMOTE_READ_ONLY")
+		r, err := openRemote(url, readOnly, g.RemoteInsecure || envTrue("CAIRN_REMOTE_INSECURE"), g.warn)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("remote cache: %w", err)}
+		}
+		o.Remote, o.RemoteReadOnly = r, readOnly
+	}
+	c, err := cache.OpenWith(dir, o)
+	if err != nil {
+		return nil, fmt.Errorf("open cache: %w", err)
+	}
+	return c, nil
+}
+
+// warn prints a one-line warning on stderr; safe from many goroutines.
+func (g *globals) warn(msg string) {
+	g.warnMu.Lock()
+	defer g.warnMu.Unlock()
+	fmt.Fprintf(g.stderr, "cairn: %s\n", msg)
+}
+
+// envTrue reports whether the environment variable is set to a true value.
+func envTrue(name string) bool {
+	switch strings.ToLower(os.Getenv(name)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // terraformStyleFlags accepts Terraform's single-dash -var and -var-file
