@@ -2,8 +2,14 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"io"
 )
+
+// ErrRemoteUnavailable is what a [Remote] returns, wrapped, once it has
+// found its server unreachable and stopped trying; it has warned the user
+// itself, so Dir does not warn again.
+var ErrRemoteUnavailable = errors.New("server unreachable")
 
 // Remote is a second cache level behind a local [Dir]: a server speaking
 // the Bazel HTTP cache protocol (package cache/remote), or anything else

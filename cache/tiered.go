@@ -138,6 +138,9 @@ func (c *Dir) upload(e *Entry, b []byte) {
 	if err := c.Upload(e, b); err != nil {
 		rc := c.rc()
 		rc.uploadErrors.Add(1)
+		if errors.Is(err, ErrRemoteUnavailable) {
+			return // the remote has said so once already
+		}
 		rc.warnOnce.Do(func() {
 			c.warn("warning: upload to remote cache %s failed: %v; results stay in the local cache (later upload failures are counted, not shown)", c.opts.Remote, err)
 		})

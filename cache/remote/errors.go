@@ -15,7 +15,7 @@ import (
 // refused, DNS failure, timeouts) even after retries, so the client stopped
 // trying for the rest of the process. Callers carry on with the local
 // cache; the user was warned once through [Options.Warn].
-var ErrUnavailable = errors.New("server unreachable")
+var ErrUnavailable = cache.ErrRemoteUnavailable
 
 // ErrReadOnly is returned by PutBlob and PutEntry of a client created with
 // [Options.ReadOnly]; nothing was sent.
