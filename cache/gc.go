@@ -74,8 +74,8 @@ type GCOptions struct {
 type GCItem struct {
 	Kind    string    // "entry", "blob", "temp" or "session"
 	ID      string    // the key or digest in hex; the file name for temp files and sessions
-	Path    string    //
-	Size    int64     //
+	Path    string    // the file removed
+	Size    int64     // its size in bytes
 	LastUse time.Time // entries: last use; others: modification time
 	Reason  string    // "max-age", "max-size", "unreferenced", "old-temp", "old-session"
 }

@@ -489,6 +489,15 @@ func TestGCRacingReaders(t *testing.T) {
 			failures = append(failures, fmt.Sprintf(format, args...))
 		}
 	}
+	// Entries stored long ago, for the first GCs to evict while the
+	// writers read them, however slowly the writers get going.
+	long := time.Now().Add(-2 * time.Hour)
+	var old []*Entry
+	for i := range 30 {
+		e := testEntry(fmt.Sprint("old ", i), plantBlob(t, c, fmt.Appendf(nil, "old %d", i), i%2 == 0, long))
+		plantEntry(t, c, e, long)
+		old = append(old, e)
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for !stop.Load() {
@@ -536,7 +545,6 @@ func TestGCRacingReaders(t *testing.T) {
 	var writing atomic.Bool
 	writing.Store(true)
 	began := time.Now()
-	long := began.Add(-2 * time.Hour)
 	for w := range writers {
 		wg.Go(func() {
 			var sess *Session
@@ -544,7 +552,7 @@ func TestGCRacingReaders(t *testing.T) {
 				sess = live
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			var stored []*Entry
+			stored := append([]*Entry(nil), old[w*10:w*10+10]...)
 			var aged [][]byte // contents of aged blobs
 			for i := 0; writing.Load(); i++ {
 				content := fmt.Appendf(nil, "writer %d content %d", w, i)
