@@ -22,6 +22,7 @@ import (
 // TestCredentialSources checks which header each credential source sends,
 // and their order.
 func TestCredentialSources(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	netrcFile := filepath.Join(dir, "netrc")
 	writeFile(t, netrcFile, "machine other.example login x password y\nmachine 127.0.0.1\n  login alice\n  password \"s3cret pass\"\n")
@@ -54,6 +55,7 @@ func TestCredentialSources(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := remotetest.New(t, remotetest.Options{})
 			o := tt.opts
 			o.Env = tt.env.get
@@ -91,6 +93,7 @@ func writeFile(t *testing.T, path, content string) {
 // TestCredentialErrors checks that bad credential settings are refused
 // with a message naming the setting but not its value.
 func TestCredentialErrors(t *testing.T) {
+	t.Parallel()
 	const secret = "SECRETVALUE42"
 	tests := map[string]struct {
 		env     envMap
@@ -106,6 +109,7 @@ func TestCredentialErrors(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			_, err := New("https://cache.example.com/", Options{Env: tt.env.get})
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("New error = %v, want it to contain %q", err, tt.wantErr)
@@ -120,6 +124,7 @@ func TestCredentialErrors(t *testing.T) {
 // TestPlainHTTP checks that credentials go over plain http only to
 // loopback, or with Insecure; without credentials plain http is fine.
 func TestPlainHTTP(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		url      string
 		token    string
@@ -142,6 +147,7 @@ func TestPlainHTTP(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			_, err := New(tt.url, Options{Token: tt.token, Insecure: tt.insecure, Env: noEnv})
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("New(%q) error = %v, want error: %v", tt.url, err, tt.wantErr)

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -79,25 +80,37 @@ func (b *blobReader) Close() error {
 // io.EOF: the reader checks the digest at the end, and a server that has
 // received every byte may store the object whatever happens next.
 type uploadBody struct {
-	r    io.ReadCloser
 	a    *attempt
 	c    *Client
 	size int64
-	n    int64
-	eof  bool
 	err  atomic.Pointer[error]
-	once sync.Once
+
+	// Only the transport's writer reads, one Read at a time. Close may
+	// come from any goroutine, during a Read: as for any request body, the
+	// caller's reader must allow that (os.File and io.Pipe do), and it is
+	// how a Read stuck in the caller's reader is released.
+	r       io.ReadCloser
+	n       int64
+	eof     bool
+	closed  atomic.Bool
+	once    sync.Once
+	reading atomic.Bool // inside the caller's Read: a stall now is local
 }
 
 func (b *uploadBody) Read(p []byte) (int, error) {
+	if b.closed.Load() {
+		return 0, errClosed
+	}
 	if b.eof {
 		return 0, io.EOF
 	}
+	b.reading.Store(true)
 	n, err := b.r.Read(p)
 	b.n += int64(n)
 	if err == nil && b.n == b.size {
 		err = b.confirmEnd()
 	}
+	b.reading.Store(false)
 	switch {
 	case b.n > b.size:
 		err = fmt.Errorf("local copy is longer than its size %d", b.size)
@@ -105,6 +118,9 @@ func (b *uploadBody) Read(p []byte) (int, error) {
 		err = fmt.Errorf("local copy ended after %d of %d bytes", b.n, b.size)
 	}
 	if err != nil && err != io.EOF {
+		if b.closed.Load() {
+			return 0, errClosed // the attempt was abandoned: not the copy's fault
+		}
 		err = fmt.Errorf("read local copy: %w", err)
 		b.err.Store(&err)
 		return 0, err
@@ -146,9 +162,14 @@ func (b *uploadBody) failed() error {
 	return nil
 }
 
-// Close closes the caller's reader once; the transport may call it after
-// the request is over, from another goroutine.
+// Close closes the caller's reader once. Both the transport (perhaps
+// after the request is over) and the request loop call it.
 func (b *uploadBody) Close() error {
-	b.once.Do(func() { b.r.Close() })
+	b.once.Do(func() {
+		b.closed.Store(true)
+		b.r.Close()
+	})
 	return nil
 }
+
+var errClosed = errors.New("upload body read after close")

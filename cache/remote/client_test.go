@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote/remotetest"
@@ -18,6 +20,7 @@ import (
 )
 
 func TestNewURL(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		url     string
 		want    string // String(), if New succeeds
@@ -44,6 +47,7 @@ func TestNewURL(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c, err := New(tt.url, testOptions(nil))
 			if tt.wantErr != "" {
 				if err == nil {
@@ -70,8 +74,10 @@ func TestNewURL(t *testing.T) {
 // TestRoundTrip puts, heads and gets blobs and entries through a prefix,
 // with nginx-style (201/204) and bazel-remote-style (200) PUT answers.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	for name, putStatus := range map[string]int{"nginx": 0, "bazel-remote": http.StatusOK} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := remotetest.New(t, remotetest.Options{Prefix: "/team/", PutStatus: putStatus, VerifyCAS: true})
 			c := newClient(t, srv.URL, testOptions(nil))
 			ctx := t.Context()
@@ -136,6 +142,7 @@ func TestRoundTrip(t *testing.T) {
 
 // TestAnswers checks how each kind of answer is reported and retried.
 func TestAnswers(t *testing.T) {
+	t.Parallel()
 	blob, d := randomBlob(2, 1000)
 	tests := map[string]struct {
 		codes       []int // answers to the first requests; then the blob (200)
@@ -156,6 +163,7 @@ func TestAnswers(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			var n atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				i := int(n.Add(1)) - 1
@@ -196,6 +204,7 @@ func TestAnswers(t *testing.T) {
 // TestPutLocalFailure checks that a failing local copy aborts the upload
 // before the server has every byte, is reported, and is not retried.
 func TestPutLocalFailure(t *testing.T) {
+	t.Parallel()
 	blob, d := randomBlob(3, 300_000)
 	errCorrupt := errors.New("local copy does not hash to its digest")
 	tests := map[string]struct {
@@ -238,6 +247,7 @@ func TestPutLocalFailure(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := remotetest.New(t, remotetest.Options{})
 			c := newClient(t, srv.URL, testOptions(nil))
 			err := c.PutBlob(t.Context(), d, tt.size, tt.open)
@@ -261,9 +271,11 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 // TestEntryLimit checks that GetEntry refuses bodies over the limit,
 // announced or not.
 func TestEntryLimit(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("e"), 2000)
 	for name, chunked := range map[string]bool{"content-length": false, "chunked": true} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !chunked {
 					w.Header().Set("Content-Length", fmt.Sprint(len(big)))
@@ -288,6 +300,7 @@ func TestEntryLimit(t *testing.T) {
 // TestCancel checks that a cancelled context ends a request without
 // retries and without taking the client down.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	block := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -311,6 +324,7 @@ func TestCancel(t *testing.T) {
 
 // TestReadOnly is T18(d): a read-only client reads but never sends a PUT.
 func TestReadOnly(t *testing.T) {
+	t.Parallel()
 	srv := remotetest.New(t, remotetest.Options{})
 	blob, d := randomBlob(4, 5000)
 	srv.Set("cas/"+d.String(), blob)
@@ -334,4 +348,54 @@ func TestReadOnly(t *testing.T) {
 		t.Errorf("server saw %d PUTs, want 0", n)
 	}
 	t.Logf("T18(d) read-only: PUTs observed by the server: %d", srv.Count(http.MethodPut))
+}
+
+// TestPutLocalStall checks that an upload whose local reader hangs (a hung
+// disk) ends after the stall timeout, is not retried, does not mark the
+// server down, and has its reader closed.
+func TestPutLocalStall(t *testing.T) {
+	t.Parallel()
+	for name, afterBytes := range map[string]int{"at once": 0, "midway": 100_000} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := remotetest.New(t, remotetest.Options{})
+			o := testOptions(nil)
+			o.Timeout, o.StallTimeout = 500*time.Millisecond, 500*time.Millisecond
+			c := newClient(t, srv.URL, o)
+			blob, d := randomBlob(5, 200_000)
+			hung := &hungReader{r: bytesReader(blob[:afterBytes]), closed: make(chan struct{})}
+			err := c.PutBlob(t.Context(), d, int64(len(blob)), func() (io.ReadCloser, error) { return hung, nil })
+			if err == nil || !strings.Contains(err.Error(), "read local copy: stuck") {
+				t.Errorf("PutBlob = %v, want a stuck local copy", err)
+			}
+			select {
+			case <-hung.closed:
+			default:
+				t.Errorf("the hung reader was not closed before PutBlob returned")
+			}
+			if st := c.Stats(); st.Down || st.Retries != 0 {
+				t.Errorf("Stats = %+v, want not down, no retries", st)
+			}
+		})
+	}
+}
+
+// hungReader yields r, then blocks until closed.
+type hungReader struct {
+	r      io.Reader
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (h *hungReader) Read(p []byte) (int, error) {
+	if n, err := h.r.Read(p); n > 0 || err != io.EOF {
+		return n, err
+	}
+	<-h.closed
+	return 0, errors.New("read after close")
+}
+
+func (h *hungReader) Close() error {
+	h.once.Do(func() { close(h.closed) })
+	return nil
 }

@@ -46,7 +46,7 @@ const (
 // failures up to c.retries times with jittered exponential backoff. On
 // success the caller owns resp.Body and must call a.end when done with it.
 // Errors are not yet prefixed with the operation (see fail).
-func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, a *attempt, err error) {
+func (c *Client) do(ctx context.Context, r *request) (*http.Response, *attempt, error) {
 	timeouts, n500 := 0, 0
 	for try := 0; ; try++ {
 		if try > 0 {
@@ -59,14 +59,19 @@ func (c *Client) do(ctx context.Context, r *request) (resp *http.Response, a *at
 			return nil, nil, *e
 		}
 		resp, a, err := c.send(ctx, r)
+		if a.upload != nil {
+			// Whatever happened, the caller's reader is closed before
+			// the caller hears of it (the transport may still hold it).
+			a.upload.Close()
+		}
 		var kind failure
 		if err == nil {
 			if resp.StatusCode/100 == 2 {
 				return resp, a, nil
 			}
-			err, kind = c.answerError(r, resp, a)
+			kind, err = c.answerError(r, resp, a)
 		} else {
-			err, kind = c.transportError(ctx, a, err)
+			kind, err = c.transportError(ctx, a, err)
 		}
 		exhausted := try >= c.retries
 		switch kind {
@@ -105,7 +110,7 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, *attempt
 	req, err := http.NewRequestWithContext(actx, r.method, c.name+r.path, nil)
 	if err != nil {
 		a.end()
-		return nil, a, err
+		return nil, a, &finalError{err}
 	}
 	// Ask for the bytes as stored. Setting the header also stops Go's
 	// transport from asking for gzip and decompressing behind our back.
@@ -116,10 +121,17 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, *attempt
 		body, err := r.open()
 		if err != nil {
 			a.end()
-			return nil, a, &localError{fmt.Errorf("open local copy: %w", err)}
+			return nil, a, &finalError{fmt.Errorf("open local copy: %w", err)}
 		}
-		a.upload = &uploadBody{r: body, a: a, c: c, size: r.size}
-		req.Body, req.ContentLength = a.upload, r.size
+		ub := &uploadBody{r: body, a: a, c: c, size: r.size}
+		a.mu.Lock()
+		a.upload = ub
+		a.mu.Unlock()
+		// Go's transport waits for its writer to leave the body's Read
+		// before giving up on a request: closing the body when the
+		// attempt ends releases a Read stuck in the caller's reader.
+		context.AfterFunc(actx, func() { ub.Close() })
+		req.Body, req.ContentLength = ub, r.size
 	} else if r.method == http.MethodPut {
 		req.Body = http.NoBody
 	}
@@ -139,27 +151,32 @@ func (c *Client) send(ctx context.Context, r *request) (*http.Response, *attempt
 	return resp, a, nil
 }
 
-// localError is a failure of the caller's upload body: never retried.
-type localError struct{ err error }
+// finalError is a failure that no retry can help, such as the caller's
+// upload body failing to open.
+type finalError struct{ err error }
 
-func (e *localError) Error() string { return e.err.Error() }
-func (e *localError) Unwrap() error { return e.err }
+func (e *finalError) Error() string { return e.err.Error() }
+func (e *finalError) Unwrap() error { return e.err }
 
 // transportError classifies an error from sending a request.
-func (c *Client) transportError(ctx context.Context, a *attempt, err error) (error, failure) {
-	var le *localError
+func (c *Client) transportError(ctx context.Context, a *attempt, err error) (failure, error) {
+	var fe *finalError
 	switch {
-	case errors.As(err, &le):
-		return le.err, final
+	case errors.As(err, &fe):
+		return final, fe.err
 	case a.upload != nil && a.upload.failed() != nil:
-		return a.upload.failed(), final
+		return final, a.upload.failed()
 	case ctx.Err() != nil:
-		return ctx.Err(), final
+		return final, ctx.Err()
+	case a.timedOut() != "" && a.stalledLocally():
+		// The caller's reader, not the server, stopped moving (a hung
+		// local disk): no retry, and no reason to think the server down.
+		return final, fmt.Errorf("read local copy: stuck (%s): %w", a.timedOut(), os.ErrDeadlineExceeded)
 	case a.timedOut() != "":
-		return fmt.Errorf("%s: %w", a.timedOut(), os.ErrDeadlineExceeded), network
+		return network, fmt.Errorf("%s: %w", a.timedOut(), os.ErrDeadlineExceeded)
 	}
 	if e := c.down.Load(); e != nil {
-		return *e, final // cancelled because another request found the server down
+		return final, *e // cancelled because another request found the server down
 	}
 	if ue, ok := err.(*url.Error); ok {
 		err = ue.Err // its message repeats the method and URL
@@ -171,14 +188,14 @@ func (c *Client) transportError(ctx context.Context, a *attempt, err error) (err
 		verify    *tls.CertificateVerificationError
 	)
 	if errors.As(err, &unknownCA) || errors.As(err, &invalid) || errors.As(err, &hostname) || errors.As(err, &verify) {
-		return err, fatalNet
+		return fatalNet, err
 	}
-	return err, network
+	return network, err
 }
 
 // answerError turns a non-2xx answer into an error, reading (and
 // sanitizing) the start of its body for the message, and closes it.
-func (c *Client) answerError(r *request, resp *http.Response, a *attempt) (error, failure) {
+func (c *Client) answerError(r *request, resp *http.Response, a *attempt) (failure, error) {
 	a.arm(c.stall, fmt.Sprintf("error body made no progress for %v", c.stall))
 	// Read a little so a small answer leaves the connection reusable.
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -188,9 +205,9 @@ func (c *Client) answerError(r *request, resp *http.Response, a *attempt) (error
 	switch {
 	case code == http.StatusNotFound && r.method != http.MethodPut:
 		c.stats.misses.Add(1)
-		return cache.ErrNotFound, final
+		return final, cache.ErrNotFound
 	case code/100 == 3:
-		msg := "redirect not followed: more than 5 redirects"
+		msg := "redirect to the same host not followed: more than 5 in a row, or a PUT (whose body is not sent twice)"
 		// Only same-host redirects are followed, so the last request
 		// went to the base's scheme and host.
 		if loc, err := resp.Location(); err != nil || loc.Host != c.base.Host || loc.Scheme != c.base.Scheme {
@@ -200,13 +217,13 @@ func (c *Client) answerError(r *request, resp *http.Response, a *attempt) (error
 			}
 			msg = fmt.Sprintf("redirect to %s not followed: only redirects to the same scheme and host are followed, so credentials stay with it", where)
 		}
-		return &statusError{Code: code, Msg: msg}, final
+		return final, &statusError{Code: code, Msg: msg}
 	}
 	se := &statusError{Code: code, Msg: c.sanitize(string(head))}
 	if code == http.StatusTooManyRequests || code/100 == 5 {
-		return se, transient
+		return transient, se
 	}
-	return se, final
+	return final, se
 }
 
 // backoff waits before retry number try (1, 2, ...): RetryDelay doubled
@@ -253,11 +270,12 @@ func (c *Client) fail(r *request, err error) error {
 type attempt struct {
 	cancel context.CancelFunc
 	timer  *time.Timer
-	upload *uploadBody // nil without a body
 
-	mu    sync.Mutex
-	why   string // what the timer bounds now
-	fired string // what timed out, "" if nothing did
+	mu         sync.Mutex
+	upload     *uploadBody // nil without a body; set before the request is sent
+	why        string      // what the timer bounds now
+	fired      string      // what timed out, "" if nothing did
+	localStall bool        // when it fired, the caller's reader was in a Read
 }
 
 // newAttempt starts an attempt whose timer is already armed for d.
@@ -272,9 +290,18 @@ func (a *attempt) fire() {
 	a.mu.Lock()
 	if a.fired == "" {
 		a.fired = a.why
+		a.localStall = a.upload != nil && a.upload.reading.Load()
 	}
 	a.mu.Unlock()
 	a.cancel()
+}
+
+// stalledLocally reports whether the timer fired while the caller's
+// reader, not the server, was holding things up.
+func (a *attempt) stalledLocally() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.localStall
 }
 
 // arm restarts the timer: unless arm or disarm is called again within d,

@@ -14,7 +14,9 @@ import (
 // ErrUnavailable means the server could not be reached (connection
 // refused, DNS failure, timeouts) even after retries, so the client stopped
 // trying for the rest of the process. Callers carry on with the local
-// cache; the user was warned once through [Options.Warn].
+// cache; the user was warned once through [Options.Warn]. It is
+// [cache.ErrRemoteUnavailable], so package cache can tell without
+// importing this one.
 var ErrUnavailable = cache.ErrRemoteUnavailable
 
 // ErrReadOnly is returned by PutBlob and PutEntry of a client created with

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ const (
 // 5xx answers are retried to success, and no credential reaches another
 // host.
 func TestFaultModes(t *testing.T) {
+	t.Parallel()
 	const canary = "canary-0b7e4f1a9c2d4e6f8a1b3c5d7e9f0a2b"
 	blob, d := randomBlob(17, 256<<10)
 	// Each broken mode is the server's default, so a retry (there should
@@ -64,6 +66,80 @@ func TestFaultModes(t *testing.T) {
 		Outcome    string
 		MinRetries bool // at least the retries wanted
 	}
+	type result struct {
+		row
+		retries  int64
+		wall     time.Duration
+		msg      string
+		badBytes int // bytes of a blob accepted that does not hash to d
+	}
+	// The modes run in parallel (the stall mode waits); each fills its
+	// own slot, read once the group is done.
+	results := make([]result, len(tests))
+	t.Run("modes", func(t *testing.T) {
+		for i, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				srv := remotetest.New(t, remotetest.Options{})
+				srv.Set("cas/"+d.String(), blob)
+				srv.SetMode(tt.mode)
+				srv.Queue(tt.queue...)
+				o := testOptions(nil)
+				o.StallTimeout = testStall
+				o.Token = canary
+				c := newClient(t, srv.URL, o)
+
+				start := time.Now()
+				f := fetch(t.Context(), c, d)
+				wall := time.Since(start)
+
+				outcome := accepted
+				msg := ""
+				switch {
+				case f.openErr != nil:
+					outcome, msg = clientError, f.openErr.Error()
+				case f.readErr != nil:
+					outcome, msg = readError, f.readErr.Error()
+				case !f.accepted:
+					outcome, msg = hashMismatch, fmt.Sprintf("%d bytes read cleanly", len(f.body))
+				case cache.HashBytes(f.body) != d:
+					outcome = acceptedBadBug
+				}
+				st := c.Stats()
+				res := result{row: row{outcome, st.Retries >= tt.wantRetries}, retries: st.Retries, wall: wall, msg: msg}
+				if f.accepted && cache.HashBytes(f.body) != d {
+					res.badBytes = len(f.body)
+				}
+				results[i] = res
+
+				// Each request ends within its budget: (retries+1)
+				// timeouts plus backoff, or the stall timeout. Here all
+				// but the stall take milliseconds; the bound is generous
+				// for a loaded CI machine.
+				if limit := time.Duration(testRetries+1)*testTimeout + testStall; wall > limit {
+					t.Errorf("fetch took %v, more than %v", wall, limit)
+				}
+				if errors.Is(f.openErr, cache.ErrNotFound) {
+					t.Errorf("a broken answer must not look like a plain miss: %v", f.openErr)
+				}
+				for _, r := range srv.OtherRequests() {
+					if r.Header.Get("Authorization") != "" {
+						t.Errorf("the other host received an Authorization header")
+					}
+				}
+				if n := len(srv.OtherRequests()); n != 0 {
+					t.Errorf("the other host received %d requests, want 0 (cross-host redirects are not followed)", n)
+				}
+				if strings.Contains(msg, canary) {
+					t.Errorf("error shows the token: %s", msg)
+				}
+				if st.Down {
+					t.Errorf("a server that answers must not mark the client down")
+				}
+			})
+		}
+	})
+
 	got := map[string]row{}
 	want := map[string]row{}
 	var table strings.Builder
@@ -71,65 +147,16 @@ func TestFaultModes(t *testing.T) {
 	fmt.Fprintf(&table, "  %-42s %-22s %-8s %-8s %s\n", "mode", "outcome", "retries", "wall", "error")
 	badAccepted, badBytesAccepted := 0, 0
 	var maxWall time.Duration
-	for _, tt := range tests {
+	for i, tt := range tests {
+		r := results[i]
 		want[tt.name] = row{tt.want, true}
-		srv := remotetest.New(t, remotetest.Options{})
-		srv.Set("cas/"+d.String(), blob)
-		srv.SetMode(tt.mode)
-		srv.Queue(tt.queue...)
-		o := testOptions(nil)
-		o.StallTimeout = testStall
-		o.Token = canary
-		c := newClient(t, srv.URL, o)
-
-		start := time.Now()
-		f := fetch(t.Context(), c, d)
-		wall := time.Since(start)
-		maxWall = max(maxWall, wall)
-
-		outcome := accepted
-		msg := ""
-		switch {
-		case f.openErr != nil:
-			outcome, msg = clientError, f.openErr.Error()
-		case f.readErr != nil:
-			outcome, msg = readError, f.readErr.Error()
-		case !f.accepted:
-			outcome, msg = hashMismatch, fmt.Sprintf("%d bytes read cleanly", len(f.body))
-		case cache.HashBytes(f.body) != d:
-			outcome = acceptedBadBug
-		}
-		if f.accepted && cache.HashBytes(f.body) != d {
+		got[tt.name] = r.row
+		maxWall = max(maxWall, r.wall)
+		if r.badBytes > 0 || r.Outcome == acceptedBadBug {
 			badAccepted++
-			badBytesAccepted += len(f.body)
+			badBytesAccepted += r.badBytes
 		}
-		st := c.Stats()
-		got[tt.name] = row{outcome, st.Retries >= tt.wantRetries}
-		fmt.Fprintf(&table, "  %-42s %-22s %-8d %-8s %s\n", tt.name, outcome, st.Retries, wall.Round(time.Millisecond), shorten(msg, 110))
-
-		// Each request ends within its budget: (retries+1) timeouts plus
-		// backoff, or the stall timeout. Here all but the stall take
-		// milliseconds; the bound is generous for a loaded CI machine.
-		if limit := time.Duration(testRetries+1)*testTimeout + testStall; wall > limit {
-			t.Errorf("%s: fetch took %v, more than %v", tt.name, wall, limit)
-		}
-		if f.openErr != nil && errors.Is(f.openErr, cache.ErrNotFound) {
-			t.Errorf("%s: a broken answer must not look like a plain miss: %v", tt.name, f.openErr)
-		}
-		for _, r := range srv.OtherRequests() {
-			if r.Header.Get("Authorization") != "" {
-				t.Errorf("%s: the other host received an Authorization header", tt.name)
-			}
-		}
-		if n := len(srv.OtherRequests()); n != 0 {
-			t.Errorf("%s: the other host received %d requests, want 0 (cross-host redirects are not followed)", tt.name, n)
-		}
-		if strings.Contains(msg, canary) {
-			t.Errorf("%s: error shows the token: %s", tt.name, msg)
-		}
-		if st.Down {
-			t.Errorf("%s: a server that answers must not mark the client down", tt.name)
-		}
+		fmt.Fprintf(&table, "  %-42s %-22s %-8d %-8s %s\n", tt.name, r.Outcome, r.retries, r.wall.Round(time.Millisecond), shorten(r.msg, 110))
 	}
 	fmt.Fprintf(&table, "  bad blobs accepted: %d (%d bytes); max wall time per fetch: %v", badAccepted, badBytesAccepted, maxWall.Round(time.Millisecond))
 	t.Log(table.String())
@@ -144,8 +171,9 @@ func TestFaultModes(t *testing.T) {
 // TestRedirectLimit checks that same-host redirects are followed, at most
 // five times.
 func TestRedirectLimit(t *testing.T) {
+	t.Parallel()
 	blob, d := randomBlob(9, 1000)
-	hops := 0
+	var hops atomic.Int32
 	srv := remotetest.New(t, remotetest.Options{})
 	srv.Set("cas/"+d.String(), blob)
 	// RedirectSame lands on /moved/, which serves the object: follow it.
@@ -158,18 +186,18 @@ func TestRedirectLimit(t *testing.T) {
 	loop := newLoopServer(t, &hops)
 	c = newClient(t, loop, testOptions(nil))
 	f := fetch(t.Context(), c, d)
-	if f.openErr == nil || !strings.Contains(f.openErr.Error(), "more than 5 redirects") {
-		t.Errorf("redirect loop: error = %v, want more than 5 redirects", f.openErr)
+	if f.openErr == nil || !strings.Contains(f.openErr.Error(), "more than 5 in a row") {
+		t.Errorf("redirect loop: error = %v, want more than 5 in a row", f.openErr)
 	}
-	if hops != 6 {
-		t.Errorf("redirect loop: %d requests, want 6 (the first and 5 redirects)", hops)
+	if n := hops.Load(); n != 6 {
+		t.Errorf("redirect loop: %d requests, want 6 (the first and 5 redirects)", n)
 	}
 }
 
-func newLoopServer(t *testing.T, hops *int) string {
+func newLoopServer(t *testing.T, hops *atomic.Int32) string {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		*hops++ // one request at a time: no race
+		hops.Add(1)
 		http.Redirect(w, r, r.URL.Path, http.StatusFound)
 	})
 	return newHTTPServer(t, mux)

@@ -15,18 +15,9 @@ import (
 
 // FuzzNetrc checks that the netrc parser never panics, that what it parses
 // survives being written back (quoted) and parsed again, and that lookup
-// returns the first machine entry for a host and never the default.
+// returns the first machine entry for a host and never the default. Seeds
+// are in testdata/fuzz/FuzzNetrc.
 func FuzzNetrc(f *testing.F) {
-	for _, s := range []string{
-		"machine a login u password p",
-		"machine a\n\tlogin u\n\tpassword p\n\taccount x\ndefault login d password e\n",
-		"# c\nmachine \"a b\" login \"x\\\"y\" password \"\\\\\\n\"\n",
-		"macdef m\nmachine z\n\nmachine y login w",
-		"machine",
-		"\"unterminated",
-	} {
-		f.Add(s)
-	}
 	f.Fuzz(func(t *testing.T, data string) {
 		n := parseNetrc(data)
 		again := parseNetrc(formatNetrc(n))
@@ -55,21 +46,8 @@ var fuzzBlob = []byte("the blob the caller asked for\n")
 // a reader that ends cleanly has delivered exactly the announced length;
 // GetEntry returns at most the size limit; and the credentials, which the
 // fake server echoes back wherever "$AUTH" appears, never reach an error.
+// Seeds (one per T17-like answer) are in testdata/fuzz/FuzzRemoteResponse.
 func FuzzRemoteResponse(f *testing.F) {
-	f.Add(uint16(200), "Content-Type: application/octet-stream", fuzzBlob, int8(0), byte(0))
-	f.Add(uint16(200), "", fuzzBlob, int8(-1), byte(0))
-	f.Add(uint16(200), "", fuzzBlob[:10], int8(0), byte(0))
-	f.Add(uint16(200), "", append(bytes.Clone(fuzzBlob), "junk"...), int8(0), byte(1))
-	f.Add(uint16(200), "Content-Encoding: gzip", []byte("\x1f\x8b\x08"), int8(0), byte(0))
-	f.Add(uint16(404), "", []byte("not found"), int8(0), byte(2))
-	f.Add(uint16(500), "", []byte("checksums don't match $AUTH"), int8(0), byte(3))
-	f.Add(uint16(503), "Retry-After: 1", []byte("busy"), int8(0), byte(4))
-	f.Add(uint16(307), "Location: http://evil.example/$AUTH", []byte(""), int8(0), byte(0))
-	f.Add(uint16(302), "Location: /cas/elsewhere", []byte(""), int8(0), byte(0))
-	f.Add(uint16(200), "Content-Encoding: $AUTH", fuzzBlob, int8(0), byte(0))
-	f.Add(uint16(200), "", bytes.Repeat([]byte("e"), 100), int8(-1), byte(2))
-	f.Add(uint16(418), "", []byte("$AUTH\n$AUTH"), int8(0), byte(5))
-
 	const token = "fuzzcanary0123456789abcdef"
 	f.Fuzz(func(t *testing.T, status uint16, header string, body []byte, lenDelta int8, op byte) {
 		code := 100 + int(status)%500

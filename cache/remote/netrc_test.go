@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseNetrc(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in   string
 		want netrc
@@ -72,6 +73,7 @@ func TestParseNetrc(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			got := parseNetrc(tt.in)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("parseNetrc(%q) (-want +got):\n%s", tt.in, diff)
@@ -81,6 +83,7 @@ func TestParseNetrc(t *testing.T) {
 }
 
 func TestNetrcLookup(t *testing.T) {
+	t.Parallel()
 	n := parseNetrc("machine Cache.Example.com login a password 1\nmachine cache.example.com login b password 2\ndefault login d password 3\n")
 	tests := map[string]struct {
 		host string
@@ -92,6 +95,7 @@ func TestNetrcLookup(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e, ok := n.lookup(tt.host)
 			if ok != (tt.want != "") || e.Login != tt.want {
 				t.Errorf("lookup(%q) = %+v, %v; want login %q", tt.host, e, ok, tt.want)

@@ -50,7 +50,10 @@ func (c *Client) HasBlob(ctx context.Context, d cache.Digest) (bool, error) {
 // each attempt. If the reader fails (the local copy is not d), the upload
 // is aborted before its last byte and the error returned without retry. A
 // 500 answer, bazel-remote's for a body that does not hash to d, is retried
-// once.
+// once. Every reader is closed before PutBlob returns; as with any HTTP
+// request body, Close may come while the transport's writer goroutine is
+// in a Read (os.File and io.Pipe allow that), which releases a Read stuck
+// on a hung disk.
 func (c *Client) PutBlob(ctx context.Context, d cache.Digest, size int64, open func() (io.ReadCloser, error)) error {
 	r := &request{op: "put blob", id: d.Short(), method: http.MethodPut, path: "cas/" + d.String(), open: open, size: size, max500: 1}
 	if c.readOnly {

@@ -22,12 +22,14 @@ import (
 // A server whose variable is unset is skipped, unless
 // CAIRN_REQUIRE_SERVICES=1 (as in CI), which makes that a failure.
 func TestRealServers(t *testing.T) {
+	t.Parallel()
 	servers := []struct{ name, env string }{
 		{"nginx", "HTTPCACHE_NGINX_URL"},
 		{"bazel-remote", "HTTPCACHE_BAZEL_REMOTE_URL"},
 	}
 	for _, s := range servers {
 		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
 			url := os.Getenv(s.env)
 			if url == "" {
 				msg := s.env + " is not set; start the server with scripts/httpcache-setup.sh and source /var/tmp/httpcache/env"
@@ -49,7 +51,7 @@ func checkRealServer(t *testing.T, name, url string) {
 	}
 	ctx := t.Context()
 	// Fresh content every run: the servers keep their data between runs.
-	blob := make([]byte, 4<<20)
+	blob := make([]byte, 1<<20)
 	rand.Read(blob)
 	d := cache.HashBytes(blob)
 	var key cache.ActionID
@@ -95,7 +97,7 @@ func checkRealServer(t *testing.T, name, url string) {
 
 	// Concurrent uploads of one blob (T18c).
 	var wg sync.WaitGroup
-	for range 8 {
+	for range 4 {
 		wg.Go(func() {
 			if err := c.PutBlob(ctx, d, int64(len(blob)), staticBody(blob)); err != nil {
 				t.Errorf("concurrent PutBlob: %v", err)

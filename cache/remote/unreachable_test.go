@@ -96,6 +96,7 @@ func TestUnreachable(t *testing.T) {
 // once more (maxTimeouts), and then the client is down. Requests waiting
 // at that moment give up at once.
 func TestUnresponsive(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	url := newHTTPServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {

@@ -20,6 +20,7 @@ import (
 // bazel-remote does) answers 500 to a body that does not hash to the URL;
 // PutBlob retries that once, reports it, and the client keeps working.
 func TestUploadRejected(t *testing.T) {
+	t.Parallel()
 	srv := remotetest.New(t, remotetest.Options{VerifyCAS: true, PutStatus: http.StatusOK})
 	c := newClient(t, srv.URL, testOptions(nil))
 	good, d := randomBlob(18, 64<<10)
@@ -48,6 +49,7 @@ func TestUploadRejected(t *testing.T) {
 
 // TestUploadRetries checks which PUT answers are retried, and how often.
 func TestUploadRetries(t *testing.T) {
+	t.Parallel()
 	blob, d := randomBlob(19, 4096)
 	tests := map[string]struct {
 		entry    bool
@@ -67,6 +69,7 @@ func TestUploadRetries(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			srv := remotetest.New(t, remotetest.Options{})
 			srv.QueuePut(tt.codes...)
 			c := newClient(t, srv.URL, testOptions(nil))
@@ -98,6 +101,7 @@ func TestUploadRetries(t *testing.T) {
 // the same entry key at once, many times; the server ends with one valid
 // object under each name.
 func TestConcurrentUploads(t *testing.T) {
+	t.Parallel()
 	srv := remotetest.New(t, remotetest.Options{})
 	blob, d := randomBlob(20, 256<<10)
 	key := cache.ActionID{0xac}
