@@ -110,23 +110,24 @@ func (c *Dir) refreshRefs(refs []blobRef) error {
 type blobRef struct {
 	what string
 	d    Digest
+	size int64 // recorded size, or -1 where the entry records none (logs)
 }
 
 // entryRefs lists the blobs e references, each once.
 func entryRefs(e *Entry) []blobRef {
 	seen := make(map[Digest]bool, len(e.Outputs)+2)
 	var refs []blobRef
-	add := func(what string, d Digest) {
+	add := func(what string, d Digest, size int64) {
 		if !d.IsZero() && !seen[d] {
 			seen[d] = true
-			refs = append(refs, blobRef{what, d})
+			refs = append(refs, blobRef{what, d, size})
 		}
 	}
-	add("stdout", e.Stdout)
-	add("stderr", e.Stderr)
+	add("stdout", e.Stdout, -1)
+	add("stderr", e.Stderr, -1)
 	for _, o := range e.Outputs {
 		if o.Type == TypeFile {
-			add(fmt.Sprintf("output %q", o.Path), o.Digest)
+			add(fmt.Sprintf("output %q", o.Path), o.Digest, o.Size)
 		}
 	}
 	return refs

@@ -76,7 +76,7 @@ func (c *Dir) fetchEntry(key ActionID) (*Entry, error) {
 		if c.HasBlob(ref.d) {
 			continue
 		}
-		if err := c.fetchBlob(ctx, ref.d); err != nil {
+		if err := c.fetchBlob(ctx, ref.d, ref.size); err != nil {
 			return nil, err
 		}
 	}
@@ -87,15 +87,27 @@ func (c *Dir) fetchEntry(key ActionID) (*Entry, error) {
 	return c.getLocalEntry(key)
 }
 
+// maxUnsizedBlob bounds the download of a blob whose size the entry does
+// not record (a phase's captured stdout or stderr), so a server that
+// streams without end cannot fill the disk.
+const maxUnsizedBlob = 4 << 30
+
 // fetchBlob downloads blob d into the local cache, publishing it only if
-// its content hashes to d.
-func (c *Dir) fetchBlob(ctx context.Context, d Digest) error {
+// its content hashes to d. size is the length the entry records for it, or
+// -1; the download is cut one byte past it, so a longer body is rejected
+// without being read to its end.
+func (c *Dir) fetchBlob(ctx context.Context, d Digest, size int64) error {
 	body, err := c.opts.Remote.OpenBlob(ctx, d)
 	if err != nil {
 		return err
 	}
 	defer body.Close()
-	if _, _, err := c.put(body, -1, d); err != nil {
+	limit := int64(maxUnsizedBlob)
+	if size >= 0 {
+		limit = size
+	}
+	_, _, err = c.put(io.LimitReader(body, limit+1), -1, d)
+	if err != nil {
 		if errors.Is(err, errWrongContent) {
 			return c.rejectRemote("blob", d.String(), err)
 		}
@@ -114,7 +126,7 @@ func (c *Dir) FetchBlob(d Digest) error {
 	if c.opts.Remote == nil {
 		return ErrNotFound
 	}
-	return c.fetchBlob(context.Background(), d)
+	return c.fetchBlob(context.Background(), d, -1)
 }
 
 // rejectRemote counts and reports a bad object from the remote.

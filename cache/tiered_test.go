@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -335,5 +336,54 @@ func TestSigning(t *testing.T) {
 	}
 	if _, err := OpenWith(t.TempDir(), Options{RequireSigned: true}); err == nil {
 		t.Error("require_signed without a key was accepted")
+	}
+}
+
+// endlessRemote serves every blob as a stream that never ends, counting
+// what was read from it.
+type endlessRemote struct {
+	*memRemote
+	read atomic.Int64
+}
+
+func (m *endlessRemote) OpenBlob(_ context.Context, d Digest) (io.ReadCloser, error) {
+	return io.NopCloser(readFunc(func(p []byte) (int, error) {
+		for i := range p {
+			p[i] = 'z'
+		}
+		m.read.Add(int64(len(p)))
+		return len(p), nil
+	})), nil
+}
+
+type readFunc func([]byte) (int, error)
+
+func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestRemoteEndlessBlob: a server that streams an output blob without end
+// is cut off just past the size the entry records, and nothing is stored.
+func TestRemoteEndlessBlob(t *testing.T) {
+	r := newMemRemote()
+	a := openWith(t, Options{Remote: r})
+	e := putSample(t, a)
+	e.Stdout, e.Stderr = Digest{}, Digest{} // only sized output blobs
+	if err := a.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	var largest int64
+	for _, o := range e.Outputs {
+		largest = max(largest, o.Size)
+	}
+	er := &endlessRemote{memRemote: r}
+	b := openWith(t, Options{Remote: er, Warn: func(string) {}})
+	if _, err := b.GetEntry(e.Key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetEntry = %v, want a miss", err)
+	}
+	// put reads in chunks, so allow one buffer beyond size+1.
+	if got := er.read.Load(); got > largest+1+1<<20 {
+		t.Errorf("read %d bytes of an endless blob whose entry records at most %d", got, largest)
+	}
+	if names := listDir(t, filepath.Join(b.Root(), tmpDir)); len(names) != 0 {
+		t.Errorf("temp files left: %v", names)
 	}
 }

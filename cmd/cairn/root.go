@@ -300,7 +300,7 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
 		readOnly := g.RemoteReadOnly || envTrue("CAIRN_REMOTE_READ_ONLY")
 		r, err := openRemote(url, readOnly, g.RemoteInsecure || envTrue("CAIRN_REMOTE_INSECURE"), g.warn)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("remote cache: %w", err)}
+			return nil, usageError{err}
 		}
 		o.Remote, o.RemoteReadOnly = r, readOnly
 	}
