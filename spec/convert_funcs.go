@@ -12,8 +12,11 @@ func makeToFunc(kind string) function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "v", Type: cty.DynamicPseudoType, AllowNull: true}},
 		Type: func(args []cty.Value) (cty.Type, error) {
-			want := targetType(kind)
 			got := args[0].Type()
+			if t, ok := uniformTarget(kind, got); ok {
+				return t, nil
+			}
+			want := targetType(kind)
 			if conv := convert.GetConversionUnsafe(got, want); conv == nil {
 				return cty.NilType, function.NewArgErrorf(0, "cannot convert %s to %s", got.FriendlyName(), kind)
 			}
@@ -27,6 +30,41 @@ func makeToFunc(kind string) function.Function {
 			return convert.Convert(args[0], retType)
 		},
 	})
+}
+
+// uniformTarget gives the result type of tolist or toset over a tuple or
+// collection whose elements all have one known type, without asking cty
+// to unify the element types: its unify sorts them pairwise, which makes
+// toset() over a 100,000-key sweep take minutes.
+func uniformTarget(kind string, got cty.Type) (cty.Type, bool) {
+	if kind != "list" && kind != "set" {
+		return cty.NilType, false
+	}
+	var ety cty.Type
+	switch {
+	case got.IsTupleType():
+		elems := got.TupleElementTypes()
+		if len(elems) == 0 {
+			return cty.NilType, false
+		}
+		ety = elems[0]
+		for _, t := range elems[1:] {
+			if !t.Equals(ety) {
+				return cty.NilType, false
+			}
+		}
+	case got.IsListType() || got.IsSetType():
+		ety = got.ElementType()
+	default:
+		return cty.NilType, false
+	}
+	if ety == cty.DynamicPseudoType || !ety.IsPrimitiveType() {
+		return cty.NilType, false
+	}
+	if kind == "list" {
+		return cty.List(ety), true
+	}
+	return cty.Set(ety), true
 }
 
 func targetType(kind string) cty.Type {

@@ -366,17 +366,19 @@ func writeJSON(dir, name string, v any) error {
 }
 
 // sweepHCL is the cairn-only scale workload: k for_each instances of one
-// trivial phase, plus a phase that depends on all of them.
+// trivial phase. HCL's range() stops at 1,024 values, so the keys come
+// from two nested ranges.
 func sweepHCL(k int) []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, `experiment "sweep" {}
+	outer := (k + 999) / 1000
+	return fmt.Appendf(nil, `experiment "sweep" {}
 
 phase "cell" {
-  for_each = toset([for i in range(%d) : format("%%06d", i)])
+  for_each = toset(flatten([
+    for a in range(%d) : [for b in range(1000) : format("%%06d", a * 1000 + b) if a * 1000 + b < %d]
+  ]))
   command  = "echo ${each.key} > out/cell-${each.key}"
   params   = { seed = each.key }
   outputs  = { o = "out/cell-${each.key}" }
 }
-`, k)
-	return b.Bytes()
+`, outer, k)
 }

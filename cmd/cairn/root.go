@@ -93,7 +93,9 @@ func Main() int {
 	}()
 	root := newRootCommand(g)
 	root.SetArgs(terraformStyleFlags(os.Args[1:]))
+	stopProfiles := startProfiles()
 	err := root.ExecuteContext(ctx)
+	stopProfiles()
 	if err == nil {
 		return exitOK
 	}
