@@ -5,7 +5,7 @@ DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-short demo demo-budget demo-clean lint fuzz bench-go clean
+.PHONY: build test test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cairn
@@ -50,6 +50,12 @@ fuzz:
 # Go benchmarks for the hot paths (hashing, store, restore, keys, planning).
 bench-go:
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine
+
+# cairn side by side with make, ninja, go-task, Turborepo and Snakemake
+# (bench/README.md). Installs missing tools; QUICK=1 for a short run;
+# BENCHFLAGS passes harness flags (e.g. -sizes S,M -tools cairn,ninja).
+bench:
+	$(GO) run ./bench/harness $(if $(filter 1 yes true,$(QUICK)),-quick) $(BENCHFLAGS)
 
 clean: demo-clean
 	rm -rf bin

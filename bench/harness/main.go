@@ -1,0 +1,940 @@
+// Command harness times cairn side by side with GNU make, ninja, go-task,
+// Turborepo and Snakemake on the same generated workloads (see bench/gen)
+// and prints tables of medians and ratios. Run it from the repository
+// root: `make bench` (full) or `make bench QUICK=1`.
+//
+// For every size and scenario it first runs each tool once itself (the
+// probe: it checks the tool succeeds, counts the outputs the tool wrote,
+// records peak RSS, and caps the tool with a timeout), then times all the
+// tools that passed in one hyperfine invocation. A tool whose probe took
+// longer than -long is not run again: its probe is its one sample, marked
+// "¹" in the tables. Nothing is ever estimated: a tool that fails or
+// times out is shown as such.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	taskModule   = "github.com/go-task/task/v3/cmd/task@v3.54.0"
+	turboVersion = "2.11.11"
+)
+
+var (
+	quick    = flag.Bool("quick", false, "S size only, fewer runs, a small L, scale test of plan only")
+	workDir  = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
+	outDir   = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
+	toolList = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
+	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lq (L with 20 MiB inputs) and XS (10 phases, a smoke test); default S,M,L; quick: S,Lq")
+	timeout  = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
+	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 8s)")
+	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
+	scale    = flag.Bool("scale", true, "run cairn's for_each scale test")
+)
+
+var (
+	root    string // repository root
+	tools   string // bench/.tools
+	results string
+	cairn   string
+	gnuTime string // /usr/bin/time, or "" when absent
+)
+
+// tool is one build tool under test.
+type tool struct {
+	name    string
+	gen     string
+	version string
+	missing string             // why it cannot be measured, or ""
+	cmd     func(*ws) string   // run in the workspace
+	clean   func(*ws) []string // removed for a cold run
+	cache   bool               // restores outputs from its cache
+	summary func(string) string
+}
+
+// ws is one tool's workspace at one size.
+type ws struct {
+	dir, cacheDir string
+}
+
+type size struct {
+	name     string
+	n, f     int
+	s        int64
+	width    int
+	scens    []string
+	fastRuns int
+	slowRuns int
+}
+
+// result is one cell of a table.
+type result struct {
+	Size, Scenario, Tool string
+	Samples              []float64 // seconds
+	Median               float64
+	Single               bool   // one sample only (the probe)
+	Failed               string // "", or why
+	Wrote, Total         int    // outputs written by the probe, outputs present after it
+	Self                 string // what the tool says it did
+	RSS                  []int  // KiB
+}
+
+var (
+	all      []*result
+	versions = map[string]string{}
+)
+
+func main() {
+	flag.Parse()
+	if *timeout == 0 {
+		*timeout = map[bool]time.Duration{false: 300 * time.Second, true: 90 * time.Second}[*quick]
+	}
+	if *long == 0 {
+		*long = map[bool]time.Duration{false: 60 * time.Second, true: 8 * time.Second}[*quick]
+	}
+	var err error
+	root, err = os.Getwd()
+	check(err)
+	if _, err := os.Stat(filepath.Join(root, "bench", "gen", "main.go")); err != nil {
+		fatal("run the harness from the repository root (make bench)")
+	}
+	tools = filepath.Join(root, "bench", ".tools")
+	results = *outDir
+	if results == "" {
+		results = filepath.Join(root, "bench", "results", time.Now().Format("20060102-150405"))
+	}
+	check(os.MkdirAll(filepath.Join(results, "logs"), 0o755))
+	check(os.MkdirAll(*workDir, 0o755))
+	start := time.Now()
+
+	if *install {
+		installTools()
+	}
+	if _, err := exec.LookPath("hyperfine"); err != nil {
+		fatal("hyperfine is required (apt-get install hyperfine)")
+	}
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		gnuTime = "/usr/bin/time"
+	} else {
+		fmt.Println("note: /usr/bin/time (GNU time) is missing: no peak RSS figures")
+	}
+	gen := filepath.Join(tools, "bin", "bench-gen")
+	mustRun("go", "build", "-o", gen, "./bench/gen")
+	ts := setupTools()
+	printVersions(ts)
+
+	sizes := []size{
+		{name: "S", n: 100, f: 1000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 5},
+		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 3},
+		{name: "L", n: 10, f: 10, s: 200 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 10, slowRuns: 3},
+		{name: "XS", n: 10, f: 100, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 3, slowRuns: 2},
+		{name: "Lq", n: 10, f: 10, s: 20 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
+	}
+	want := "S,M,L"
+	if *quick {
+		want = "S,Lq"
+		for i := range sizes {
+			sizes[i].fastRuns, sizes[i].slowRuns = 5, 2
+		}
+	}
+	if *sizeList != "" {
+		want = *sizeList
+	}
+	for _, sz := range sizes {
+		if slices.Contains(strings.Split(want, ","), sz.name) {
+			runSize(sz, gen, ts)
+		}
+	}
+	if *scale && cairn != "" {
+		runScale(gen)
+	}
+	report(ts, time.Since(start))
+}
+
+func installTools() {
+	var aptPkgs []string
+	for bin, pkg := range map[string]string{"hyperfine": "hyperfine", "ninja": "ninja-build", "snakemake": "snakemake", "make": "make", "/usr/bin/time": "time"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			aptPkgs = append(aptPkgs, pkg)
+		}
+	}
+	sort.Strings(aptPkgs)
+	if len(aptPkgs) > 0 {
+		if _, err := exec.LookPath("apt-get"); err != nil || os.Geteuid() != 0 {
+			fmt.Printf("missing %s: install them as root with apt-get install -y %s\n", strings.Join(aptPkgs, ", "), strings.Join(aptPkgs, " "))
+		} else {
+			fmt.Println("installing", strings.Join(aptPkgs, " "), "with apt-get")
+			if err := runVerbose(nil, "apt-get", "update", "-q"); err != nil {
+				fmt.Println("apt-get update failed:", err)
+			}
+			if err := runVerbose([]string{"DEBIAN_FRONTEND=noninteractive"}, "apt-get", append([]string{"install", "-y", "-q"}, aptPkgs...)...); err != nil {
+				fmt.Println("apt-get install failed:", err, "(continuing with what is there)")
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(tools, "bin", "task")); err != nil {
+		fmt.Println("installing go-task:", taskModule)
+		if err := runVerbose([]string{"GOBIN=" + filepath.Join(tools, "bin")}, "go", "install", taskModule); err != nil {
+			fmt.Println("go-task install failed:", err)
+		}
+	}
+	if _, err := os.Stat(turboBin()); err != nil {
+		if _, err := exec.LookPath("npm"); err != nil {
+			fmt.Println("npm is missing: Turborepo cannot be installed")
+		} else {
+			fmt.Println("installing turbo", turboVersion, "with npm into", tools)
+			if err := runVerbose(nil, "npm", "install", "--prefix", tools, "--no-audit", "--no-fund", "turbo@"+turboVersion); err != nil {
+				fmt.Println("turbo install failed:", err)
+			}
+		}
+	}
+}
+
+// turboBin is the native turbo binary (not the node shim, so that its RSS
+// and start-up are turbo's own).
+func turboBin() string {
+	return filepath.Join(tools, "node_modules", "@turbo", "linux-64", "bin", "turbo")
+}
+
+var (
+	cairnSummary = regexp.MustCompile(`(\d+) phases: (\d+) ran, (\d+) cached, (\d+) restored`)
+	turboSummary = regexp.MustCompile(`Cached:\s+(\d+) cached, (\d+) total`)
+)
+
+func setupTools() []*tool {
+	var ts []*tool
+	find := func(name, path string) (string, string) {
+		if strings.Contains(path, "/") {
+			if _, err := os.Stat(path); err != nil {
+				return "", name + " is not installed (" + path + ")"
+			}
+			return path, ""
+		}
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", name + " is not installed"
+		}
+		return p, ""
+	}
+	for _, name := range strings.Split(*toolList, ",") {
+		t := &tool{name: name, gen: name}
+		switch name {
+		case "cairn":
+			cairn = filepath.Join(tools, "bin", "cairn")
+			if out, err := exec.Command("go", "build", "-o", cairn, "./cmd/cairn").CombinedOutput(); err != nil {
+				t.missing = "go build ./cmd/cairn failed: " + strings.TrimSpace(string(out))
+				cairn = ""
+				break
+			}
+			desc, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
+			t.version = firstLine(output(cairn, "version")) + " @ " + strings.TrimSpace(string(desc))
+			t.cmd = func(w *ws) string { return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + cairn + " run" }
+			t.clean = func(w *ws) []string { return []string{"out", ".cairn", w.cacheDir} }
+			t.cache = true
+			t.summary = func(out string) string {
+				if m := cairnSummary.FindAllStringSubmatch(out, -1); m != nil {
+					l := m[len(m)-1]
+					return fmt.Sprintf("ran %s, cached %s, restored %s", l[2], l[3], l[4])
+				}
+				return ""
+			}
+		case "make":
+			p, why := find(name, "make")
+			t.missing = why
+			t.version = firstLine(output(p, "--version"))
+			t.cmd = func(*ws) string { return "exec " + p + " -j2" }
+			t.clean = func(*ws) []string { return []string{"out"} }
+		case "ninja":
+			p, why := find(name, "ninja")
+			t.missing = why
+			t.version = "ninja " + firstLine(output(p, "--version"))
+			t.cmd = func(*ws) string { return "exec " + p + " -j2" }
+			t.clean = func(*ws) []string { return []string{"out", ".ninja_log", ".ninja_deps"} }
+		case "task":
+			p, why := find(name, filepath.Join(tools, "bin", "task"))
+			t.missing = why
+			t.version = "go-task " + firstLine(output(p, "--version"))
+			t.cmd = func(*ws) string { return "exec " + p + " --silent" }
+			t.clean = func(*ws) []string { return []string{"out", ".task"} }
+		case "snakemake":
+			p, why := find(name, "snakemake")
+			t.missing = why
+			t.version = "snakemake " + firstLine(output(p, "--version"))
+			t.cmd = func(*ws) string { return "exec " + p + " --cores 2 --quiet" }
+			t.clean = func(*ws) []string { return []string{"out", ".snakemake"} }
+		case "turbo":
+			p, why := find(name, turboBin())
+			t.missing = why
+			if why == "" {
+				if _, err := exec.LookPath("npm"); err != nil {
+					t.missing = "turbo runs package scripts with npm, which is missing"
+				}
+			}
+			t.version = "turbo " + firstLine(output(p, "--version"))
+			t.cmd = func(*ws) string {
+				return "TURBO_TELEMETRY_DISABLED=1 DO_NOT_TRACK=1 NPM_CONFIG_UPDATE_NOTIFIER=false exec " + p +
+					" run build --concurrency=2 --output-logs=none --ui=stream"
+			}
+			t.clean = func(*ws) []string { return []string{"out", ".turbo", "node_modules/.cache/turbo"} }
+			t.cache = true
+			t.summary = func(out string) string {
+				if m := turboSummary.FindStringSubmatch(out); m != nil {
+					return fmt.Sprintf("cache hits %s/%s", m[1], m[2])
+				}
+				return ""
+			}
+		default:
+			fatal("unknown tool " + name)
+		}
+		if t.missing != "" {
+			fmt.Println("SKIP", name+":", t.missing)
+			t.version = "not measured: " + t.missing
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+func printVersions(ts []*tool) {
+	versions["go"] = firstLine(output("go", "version"))
+	versions["hyperfine"] = firstLine(output("hyperfine", "--version"))
+	versions["kernel"] = firstLine(output("uname", "-sr"))
+	versions["cpus"] = strconv.Itoa(runtime.NumCPU())
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if m := regexp.MustCompile(`model name\s*:\s*(.*)`).FindSubmatch(b); m != nil {
+			versions["cpu"] = string(m[1])
+		}
+	}
+	for _, t := range ts {
+		versions[t.name] = t.version
+	}
+	fmt.Println("\n== versions")
+	for _, k := range sortedKeys(versions) {
+		fmt.Printf("  %-10s %s\n", k, versions[k])
+	}
+}
+
+// runSize generates the workspaces of one size and runs its scenarios.
+func runSize(sz size, gen string, ts []*tool) {
+	fmt.Printf("\n== size %s: %d phases, %d inputs of %s\n", sz.name, sz.n, sz.f, bytesStr(sz.s))
+	base := filepath.Join(*workDir, sz.name)
+	master := filepath.Join(base, "master")
+	genArgs := []string{"-n", strconv.Itoa(sz.n), "-f", strconv.Itoa(sz.f), "-s", strconv.FormatInt(sz.s, 10), "-width", strconv.Itoa(sz.width)}
+	// The master inputs are written once and never changed; every tool
+	// gets its own copy (its own mtimes: touch and edits stay per tool).
+	mustRun(gen, append([]string{"-tool", "make", "-o", master}, genArgs...)...)
+	wss := map[string]*ws{}
+	var live []*tool
+	for _, t := range ts {
+		if t.missing != "" {
+			continue
+		}
+		w := &ws{dir: filepath.Join(base, t.name), cacheDir: filepath.Join(base, t.name+".cairn-cache")}
+		check(os.RemoveAll(w.dir))
+		check(os.RemoveAll(w.cacheDir))
+		mustRun(gen, append([]string{"-tool", t.gen, "-o", w.dir, "-no-inputs"}, genArgs...)...)
+		mustRun("cp", "-a", "--reflink=auto", filepath.Join(master, "in"), filepath.Join(w.dir, "in"))
+		wss[t.name] = w
+		live = append(live, t)
+	}
+	for _, sc := range sz.scens {
+		var group []*tool
+		for _, t := range live {
+			if sc == "restore" && !t.cache {
+				continue
+			}
+			group = append(group, t)
+		}
+		if len(group) == 0 {
+			continue
+		}
+		fmt.Printf("\n-- %s %s\n", sz.name, sc)
+		runs := sz.fastRuns
+		if sc == "cold" || sc == "change1" {
+			runs = sz.slowRuns
+		}
+		var timed []*tool
+		var rs []*result
+		for _, t := range group {
+			w := wss[t.name]
+			r := &result{Size: sz.name, Scenario: sc, Tool: t.name}
+			all = append(all, r)
+			probe(t, w, sc, r, sz)
+			if r.Failed != "" {
+				if sc == "cold" {
+					// Nothing to build on: drop the tool for this size.
+					live = slices.DeleteFunc(live, func(x *tool) bool { return x == t })
+				}
+				continue
+			}
+			if r.Single {
+				continue
+			}
+			timed = append(timed, t)
+			rs = append(rs, r)
+		}
+		if len(timed) > 0 {
+			hyperfine(sz, sc, runs, timed, wss, rs)
+		}
+		if sc == "noop" && gnuTime != "" {
+			for _, t := range group {
+				if slices.Contains(live, t) {
+					noopRSS(sz, t, wss[t.name])
+				}
+			}
+		}
+	}
+}
+
+// prepare is the shell command that sets up the state a scenario starts from.
+func prepare(t *tool, w *ws, sc string) string {
+	cd := "cd " + w.dir + " && "
+	switch sc {
+	case "cold":
+		return cd + "rm -rf " + strings.Join(t.clean(w), " ")
+	case "touch":
+		return cd + "find in -type f -exec touch {} +"
+	case "change1":
+		// A different 19 bytes (nanosecond clock) at the start of one
+		// input, same size: its content really changes every time.
+		return cd + "date +%s%N | dd of=in/f00000 bs=19 count=1 conv=notrunc status=none"
+	case "restore":
+		return cd + "rm -rf out"
+	}
+	return "true"
+}
+
+func command(t *tool, w *ws, sc string, rssFile string) string {
+	c := t.cmd(w)
+	if rssFile != "" {
+		// Peak RSS of every timed cold run; one more exec on a run of
+		// seconds.
+		c = strings.Replace(c, "exec ", "exec "+gnuTime+" -a -o "+rssFile+" -f %M ", 1)
+	}
+	return "cd " + w.dir + " && " + c
+}
+
+// probe runs the tool once in the scenario, outside hyperfine.
+func probe(t *tool, w *ws, sc string, r *result, sz size) {
+	if err := sh(prepare(t, w, sc), time.Minute); err != nil {
+		r.Failed = "prepare failed: " + err.Error()
+		return
+	}
+	before := snapshot(filepath.Join(w.dir, "out"))
+	rss := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
+	os.Remove(rss)
+	cmd := command(t, w, sc, "")
+	if gnuTime != "" {
+		cmd = command(t, w, sc, rss)
+	}
+	logf := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.log", sz.name, sc, t.name))
+	t0 := time.Now()
+	out, err := shOut(cmd, *timeout)
+	d := time.Since(t0)
+	_ = os.WriteFile(logf, out, 0o644)
+	r.RSS = append(r.RSS, readRSS(rss)...)
+	if errors.Is(err, context.DeadlineExceeded) {
+		r.Failed = fmt.Sprintf("> %s (timed out)", durStr(timeout.Seconds()))
+		fmt.Printf("  %-10s TIMEOUT after %s\n", t.name, durStr(timeout.Seconds()))
+		return
+	}
+	if err != nil {
+		r.Failed = "failed: " + err.Error()
+		fmt.Printf("  %-10s FAILED (%v); last lines of %s:\n%s\n", t.name, err, logf, indent(lastLines(string(out), 15)))
+		return
+	}
+	after := snapshot(filepath.Join(w.dir, "out"))
+	for p, m := range after {
+		if bm, ok := before[p]; !ok || bm != m {
+			r.Wrote++
+		}
+	}
+	r.Total = len(after)
+	if t.summary != nil {
+		r.Self = t.summary(string(out))
+	}
+	note := ""
+	switch {
+	case r.Total < sz.n:
+		r.Failed = fmt.Sprintf("left %d of %d outputs", r.Total, sz.n)
+		note = "  WRONG: " + r.Failed
+	case sc == "change1" && r.Wrote == 0:
+		r.Failed = "missed the change: wrote nothing"
+		note = "  WRONG: " + r.Failed
+	case sc == "noop" && r.Wrote > 0:
+		note = "  (not a no-op)"
+	}
+	fmt.Printf("  %-10s probe %s, wrote %d/%d outputs %s%s\n", t.name, durStr(d.Seconds()), r.Wrote, sz.n, r.Self, note)
+	if r.Failed != "" {
+		return
+	}
+	if d > *long {
+		r.Single = true
+		r.Samples = []float64{d.Seconds()}
+		r.Median = d.Seconds()
+	}
+}
+
+// hyperfine times the tools of one scenario in one invocation.
+func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs []*result) {
+	name := sz.name + "-" + sc
+	js := filepath.Join(results, name+".json")
+	args := []string{"--style", "basic", "--runs", strconv.Itoa(runs), "-i", "--export-json", js}
+	var cmds []string
+	rssFiles := make([]string, len(ts))
+	for i, t := range ts {
+		w := wss[t.name]
+		args = append(args, "--prepare", prepare(t, w, sc))
+		rf := ""
+		if sc == "cold" && gnuTime != "" {
+			rf = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
+			os.Remove(rf)
+		}
+		rssFiles[i] = rf
+		cmds = append(cmds, "-n", t.name, command(t, w, sc, rf))
+	}
+	args = append(args, cmds...)
+	if err := runVerbose(nil, "hyperfine", args...); err != nil {
+		for _, r := range rs {
+			r.Failed = "hyperfine failed: " + err.Error()
+		}
+		return
+	}
+	b, err := os.ReadFile(js)
+	check(err)
+	var hf struct {
+		Results []struct {
+			Command   string    `json:"command"`
+			Times     []float64 `json:"times"`
+			ExitCodes []*int    `json:"exit_codes"`
+		} `json:"results"`
+	}
+	check(json.Unmarshal(b, &hf))
+	for i, r := range rs {
+		if i >= len(hf.Results) {
+			r.Failed = "no hyperfine result"
+			continue
+		}
+		h := hf.Results[i]
+		for _, c := range h.ExitCodes {
+			if c == nil || *c != 0 {
+				r.Failed = "a timed run failed (exit codes " + fmt.Sprint(derefAll(h.ExitCodes)) + ")"
+			}
+		}
+		r.Samples = h.Times
+		r.Median = median(h.Times)
+		if rssFiles[i] != "" {
+			r.RSS = append(r.RSS, readRSS(rssFiles[i])...)
+		}
+	}
+}
+
+// noopRSS measures peak RSS of three no-op runs.
+func noopRSS(sz size, t *tool, w *ws) {
+	var r *result
+	for _, x := range all {
+		if x.Size == sz.name && x.Scenario == "noop" && x.Tool == t.name {
+			r = x
+		}
+	}
+	if r == nil || r.Failed != "" {
+		return
+	}
+	rf := filepath.Join(results, "logs", fmt.Sprintf("%s-noop-%s.rss", sz.name, t.name))
+	for range 3 {
+		if _, err := shOut(command(t, w, "noop", rf), *timeout); err != nil {
+			return
+		}
+	}
+	r.RSS = readRSS(rf)
+}
+
+// runScale is cairn alone: plan (and run) of a for_each sweep.
+func runScale(gen string) {
+	ks := []int{10000, 100000}
+	if *quick {
+		ks = []int{2000, 10000}
+	}
+	fmt.Printf("\n== scale: cairn, for_each sweeps of %v instances\n", ks)
+	for _, k := range ks {
+		dir := filepath.Join(*workDir, fmt.Sprintf("scale-%d", k))
+		check(os.RemoveAll(dir))
+		mustRun(gen, "-foreach", strconv.Itoa(k), "-o", dir)
+		w := &ws{dir: dir, cacheDir: dir + ".cairn-cache"}
+		check(os.RemoveAll(w.cacheDir))
+		sz := size{name: fmt.Sprintf("sweep%d", k), n: 0}
+		ct := &tool{name: "cairn", cmd: func(w *ws) string {
+			return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + cairn + " plan"
+		}}
+		runOne(sz, "plan", ct, w, 5)
+		if *quick || k > 10000 {
+			continue
+		}
+		rt := &tool{name: "cairn", cmd: func(w *ws) string {
+			return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + cairn + " run"
+		}}
+		runOne(sz, "run-cold", rt, w, 0)
+		if last := all[len(all)-1]; last.Failed == "" {
+			runOne(sz, "run-noop", rt, w, 5)
+		}
+	}
+}
+
+// runOne times one command: a probe with peak RSS, then (runs > 0 and the
+// probe was quick enough) hyperfine.
+func runOne(sz size, sc string, t *tool, w *ws, runs int) {
+	r := &result{Size: sz.name, Scenario: sc, Tool: t.name}
+	all = append(all, r)
+	rf := filepath.Join(results, "logs", fmt.Sprintf("%s-%s.rss", sz.name, sc))
+	os.Remove(rf)
+	cmd := command(t, w, sc, "")
+	if gnuTime != "" {
+		cmd = command(t, w, sc, rf)
+	}
+	t0 := time.Now()
+	out, err := shOut(cmd, *timeout)
+	d := time.Since(t0)
+	_ = os.WriteFile(filepath.Join(results, "logs", sz.name+"-"+sc+".log"), out, 0o644)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		r.Failed = fmt.Sprintf("> %s (timed out)", durStr(timeout.Seconds()))
+	case err != nil:
+		r.Failed = "failed: " + err.Error()
+		fmt.Printf("  %s %s FAILED:\n%s\n", sz.name, sc, indent(lastLines(string(out), 15)))
+	}
+	r.RSS = readRSS(rf)
+	fmt.Printf("  %s %s: probe %s %s\n", sz.name, sc, durStr(d.Seconds()), r.Failed)
+	if r.Failed != "" {
+		return
+	}
+	if runs == 0 || d > *long {
+		r.Single, r.Samples, r.Median = true, []float64{d.Seconds()}, d.Seconds()
+		return
+	}
+	js := filepath.Join(results, sz.name+"-"+sc+".json")
+	if err := runVerbose(nil, "hyperfine", "--style", "basic", "--runs", strconv.Itoa(runs), "--export-json", js, "-n", "cairn "+sc, command(t, w, sc, "")); err != nil {
+		r.Failed = "hyperfine failed: " + err.Error()
+		return
+	}
+	var hf struct {
+		Results []struct {
+			Times []float64 `json:"times"`
+		} `json:"results"`
+	}
+	b, err := os.ReadFile(js)
+	check(err)
+	check(json.Unmarshal(b, &hf))
+	r.Samples = hf.Results[0].Times
+	r.Median = median(r.Samples)
+}
+
+// ---- report
+
+var scenarioTitle = map[string]string{
+	"cold":    "cold (clean outputs and state)",
+	"noop":    "no-op",
+	"touch":   "touch all inputs (same content)",
+	"change1": "change one input",
+	"restore": "restore all outputs (rm -rf out)",
+}
+
+func report(ts []*tool, elapsed time.Duration) {
+	var b bytes.Buffer
+	mode := "full"
+	if *quick {
+		mode = "QUICK"
+	}
+	fmt.Fprintf(&b, "# cairn benchmark (%s mode), %s\n\n", mode, time.Now().Format(time.RFC3339))
+	fmt.Fprintf(&b, "Medians of hyperfine runs (¹ = one run only: the probe took longer than %s). Ratio to the fastest tool of the row in parentheses.\n\n", durStr(long.Seconds()))
+	fmt.Fprintf(&b, "| | version |\n|---|---|\n")
+	for _, k := range sortedKeys(versions) {
+		fmt.Fprintf(&b, "| %s | %s |\n", k, versions[k])
+	}
+	var sizes []string
+	for _, r := range all {
+		if !slices.Contains(sizes, r.Size) {
+			sizes = append(sizes, r.Size)
+		}
+	}
+	var names []string
+	for _, t := range ts {
+		if t.missing == "" {
+			names = append(names, t.name)
+		}
+	}
+	for _, sz := range sizes {
+		if strings.HasPrefix(sz, "sweep") {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/ninja |\n|---|%s---|\n", sz, strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+		var wrote, rss bytes.Buffer
+		for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
+			row := map[string]*result{}
+			for _, r := range all {
+				if r.Size == sz && r.Scenario == sc {
+					row[r.Tool] = r
+				}
+			}
+			if len(row) == 0 {
+				continue
+			}
+			best := 0.0
+			for _, r := range row {
+				if r.Failed == "" && r.Median > 0 && (best == 0 || r.Median < best) {
+					best = r.Median
+				}
+			}
+			fmt.Fprintf(&b, "| %s |", scenarioTitle[sc])
+			fmt.Fprintf(&wrote, "| %s |", scenarioTitle[sc])
+			for _, n := range names {
+				r := row[n]
+				switch {
+				case r == nil:
+					fmt.Fprintf(&b, " – |")
+					fmt.Fprintf(&wrote, " – |")
+					continue
+				case r.Failed != "":
+					fmt.Fprintf(&b, " %s |", r.Failed)
+				default:
+					mark := ""
+					if r.Single {
+						mark = "¹"
+					}
+					fmt.Fprintf(&b, " %s%s (%.1f×) |", durStr(r.Median), mark, r.Median/best)
+				}
+				fmt.Fprintf(&wrote, " %d/%d", r.Wrote, r.Total)
+				if r.Self != "" {
+					fmt.Fprintf(&wrote, " (%s)", r.Self)
+				}
+				wrote.WriteString(" |")
+			}
+			c, n := row["cairn"], row["ninja"]
+			if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
+				fmt.Fprintf(&b, " %.2f |\n", c.Median/n.Median)
+			} else {
+				fmt.Fprintf(&b, " – |\n")
+			}
+			wrote.WriteString("\n")
+			if sc == "cold" || sc == "noop" {
+				fmt.Fprintf(&rss, "| %s |", scenarioTitle[sc])
+				for _, n := range names {
+					if r := row[n]; r != nil && len(r.RSS) > 0 {
+						fmt.Fprintf(&rss, " %s (%d runs) |", mib(r.RSS), len(r.RSS))
+					} else {
+						rss.WriteString(" – |")
+					}
+				}
+				rss.WriteString("\n")
+			}
+		}
+		fmt.Fprintf(&b, "\nOutputs written by each tool in the probe run (by mtime), and what the tool itself reported:\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), wrote.String())
+		if rss.Len() > 0 {
+			fmt.Fprintf(&b, "\nPeak RSS (median, largest process of the run):\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), rss.String())
+		}
+	}
+	var scale bytes.Buffer
+	for _, r := range all {
+		if !strings.HasPrefix(r.Size, "sweep") {
+			continue
+		}
+		cell := r.Failed
+		if cell == "" {
+			cell = durStr(r.Median)
+			if r.Single {
+				cell += "¹"
+			}
+		}
+		rs := "–"
+		if len(r.RSS) > 0 {
+			rs = mib(r.RSS)
+		}
+		fmt.Fprintf(&scale, "| %s instances | cairn %s | %s | %s |\n", strings.TrimPrefix(r.Size, "sweep"), r.Scenario, cell, rs)
+	}
+	if scale.Len() > 0 {
+		fmt.Fprintf(&b, "\n## scale (cairn alone, for_each sweep)\n\n| sweep | command | median | peak RSS |\n|---|---|---|---|\n%s", scale.String())
+	}
+	fmt.Fprintf(&b, "\nHarness wall time: %s. Raw hyperfine JSON and per-run logs: %s\n", elapsed.Round(time.Second), results)
+	fmt.Print("\n" + b.String())
+	check(os.WriteFile(filepath.Join(results, "results.md"), b.Bytes(), 0o644))
+	j, _ := json.MarshalIndent(map[string]any{"versions": versions, "results": all}, "", "  ")
+	check(os.WriteFile(filepath.Join(results, "results.json"), j, 0o644))
+}
+
+// ---- helpers
+
+func snapshot(dir string) map[string]int64 {
+	m := map[string]int64{}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if info, err := d.Info(); err == nil {
+			m[p] = info.ModTime().UnixNano()
+		}
+		return nil
+	})
+	return m
+}
+
+func readRSS(file string) []int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil
+	}
+	var v []int
+	for _, l := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(l); err == nil {
+			v = append(v, n)
+		}
+	}
+	return v
+}
+
+func mib(kib []int) string {
+	f := make([]float64, len(kib))
+	for i, k := range kib {
+		f[i] = float64(k)
+	}
+	return fmt.Sprintf("%.0f MiB", median(f)/1024)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func durStr(sec float64) string {
+	switch {
+	case sec < 0.1:
+		return fmt.Sprintf("%.1f ms", sec*1000)
+	case sec < 1:
+		return fmt.Sprintf("%.0f ms", sec*1000)
+	case sec < 100:
+		return fmt.Sprintf("%.2f s", sec)
+	}
+	return fmt.Sprintf("%.0f s", sec)
+}
+
+func bytesStr(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
+}
+
+func derefAll(xs []*int) []string {
+	var s []string
+	for _, x := range xs {
+		if x == nil {
+			s = append(s, "signal")
+		} else {
+			s = append(s, strconv.Itoa(*x))
+		}
+	}
+	return s
+}
+
+func sortedKeys(m map[string]string) []string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(l) > n {
+		l = l[len(l)-n:]
+	}
+	return strings.Join(l, "\n")
+}
+
+func indent(s string) string { return "    " + strings.ReplaceAll(s, "\n", "\n    ") }
+
+func output(name string, args ...string) string {
+	if name == "" {
+		return ""
+	}
+	out, _ := exec.Command(name, args...).CombinedOutput()
+	return string(out)
+}
+
+func sh(cmd string, limit time.Duration) error {
+	_, err := shOut(cmd, limit)
+	return err
+}
+
+// shOut runs cmd with sh -c in its own process group, killed whole when
+// limit passes.
+func shOut(cmd string, limit time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	c := exec.CommandContext(ctx, "sh", "-c", cmd)
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 5 * time.Second
+	out, err := c.CombinedOutput()
+	if ctx.Err() != nil {
+		return out, context.DeadlineExceeded
+	}
+	return out, err
+}
+
+func runVerbose(env []string, name string, args ...string) error {
+	c := exec.Command(name, args...)
+	c.Env = append(os.Environ(), env...)
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	return c.Run()
+}
+
+func mustRun(name string, args ...string) {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		fatal(fmt.Sprintf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out))
+	}
+}
+
+func check(err error) {
+	if err != nil {
+		fatal(err.Error())
+	}
+}
+
+func fatal(msg string) {
+	fmt.Fprintln(os.Stderr, "harness:", msg)
+	os.Exit(1)
+}
