@@ -161,9 +161,17 @@ func (m *Memory) Record(key string, st fileStat, d cache.Digest, hashedAt time.T
 // Digest returns the content digest of the file at abs, remembered under
 // key, reading the file only when its stat changed or is racy.
 func (m *Memory) Digest(key, abs string) (cache.Digest, fs.FileInfo, error) {
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return cache.Digest{}, nil, err
+	return m.DigestStat(key, abs, nil)
+}
+
+// DigestStat is Digest with the file's os.Stat result already in hand
+// (fi, if not nil), so an unchanged file costs no system call at all here.
+func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.FileInfo, error) {
+	if fi == nil {
+		var err error
+		if fi, err = os.Stat(abs); err != nil {
+			return cache.Digest{}, nil, err
+		}
 	}
 	st := statOf(fi)
 	if d, ok := m.Lookup(key, st); ok {

@@ -19,8 +19,10 @@ func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 // symlinks to files) an input pattern names on disk: the file itself, every
 // file below a directory, or every file a glob matches (directories matched
 // by a glob are walked too). skip reports paths to leave out, with their
-// subtrees. A pattern naming nothing gives no paths and no error.
-func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool) ([]string, error) {
+// subtrees. A pattern naming nothing gives no paths and no error. Where
+// it had to stat a file anyway, it leaves the result in stats (if not nil)
+// so the file is not stat'ed again for its digest: one stat per input.
+func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fs.FileInfo) ([]string, error) {
 	var out []string
 	add := func(rel string) error {
 		abs := ws.Abs(rel)
@@ -34,6 +36,9 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool) ([
 		if !fi.IsDir() {
 			if !skip(rel) {
 				out = append(out, rel)
+				if stats != nil {
+					stats[rel] = fi
+				}
 			}
 			return nil
 		}
@@ -52,8 +57,12 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool) ([
 				return nil
 			}
 			if d.Type()&fs.ModeSymlink != 0 {
-				if st, err := os.Stat(p); err != nil || st.IsDir() {
+				st, err := os.Stat(p)
+				if err != nil || st.IsDir() {
 					return nil // links to directories are not followed, dangling ones ignored
+				}
+				if stats != nil {
+					stats[r] = st
 				}
 			} else if !d.Type().IsRegular() {
 				return nil

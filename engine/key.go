@@ -124,8 +124,9 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 		return isUp
 	}
 	var inputs []string
+	stats := map[string]fs.FileInfo{}
 	for _, pattern := range p.Inputs {
-		found, err := expandPattern(&e.ws, pattern, skip)
+		found, err := expandPattern(&e.ws, pattern, skip, stats)
 		if err != nil {
 			return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
 		}
@@ -144,7 +145,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	inputs = sortedUnique(inputs)
 	digests := make([]cache.Digest, len(inputs))
 	modes := make([]fs.FileMode, len(inputs))
-	if err := e.hashFiles(inputs, digests, modes); err != nil {
+	if err := e.hashFiles(inputs, stats, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
 	for i, rel := range inputs {
@@ -169,10 +170,11 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 }
 
 // hashFiles fills digests and modes for the workspace files rel, through
-// the memory, hashing the files that need it on all cores.
-func (e *Engine) hashFiles(rel []string, digests []cache.Digest, modes []fs.FileMode) error {
+// the memory, hashing the files that need it on all cores. stats holds
+// what expansion already stat'ed (it may be nil).
+func (e *Engine) hashFiles(rel []string, stats map[string]fs.FileInfo, digests []cache.Digest, modes []fs.FileMode) error {
 	return parallel(len(rel), e.hashWorkers, func(i int) error {
-		d, fi, err := e.mem.Digest(rel[i], e.ws.Abs(rel[i]))
+		d, fi, err := e.mem.DigestStat(rel[i], e.ws.Abs(rel[i]), stats[rel[i]])
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", rel[i], err)
 		}

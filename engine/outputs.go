@@ -192,7 +192,8 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 			if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size || uint32(fi.Mode().Perm())&0o111 != f.Mode&0o111 {
 				return false
 			}
-			d, _, err := e.mem.Digest(f.Path, abs)
+			// A regular file's lstat is its stat: reuse it.
+			d, _, err := e.mem.DigestStat(f.Path, abs, fi)
 			if err != nil || d != f.Digest {
 				return false
 			}
