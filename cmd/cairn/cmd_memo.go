@@ -50,7 +50,7 @@ swallow the loop's input.`,
 			if !isatty.IsTerminal(os.Stdin.Fd()) {
 				opts.Stdin = os.Stdin
 			}
-			res, err := engine.Memo(cmd.Context(), c, opts)
+			res, err := engine.Memo(g.watchContext(cmd.Context()), c, opts)
 			if res != nil && res.ExitCode != 0 {
 				if err != nil {
 					return errors.Join(err, &exitError{code: res.ExitCode})

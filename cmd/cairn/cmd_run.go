@@ -71,7 +71,7 @@ cairn resume continues a stopped or failed run.`,
 				Vars:      g.Vars,
 				VarFiles:  g.VarFiles,
 			}
-			return runRun(cmd.Context(), g, engine.RunOptions{Request: req}, opts.JSON, cmd.OutOrStdout())
+			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req}, opts.JSON, cmd.OutOrStdout())
 		},
 	}
 	opts.AddFlags(cmd.Flags())

@@ -103,7 +103,7 @@ spec to raise a budget.`,
 			if jobs > 0 {
 				req.Jobs = jobs
 			}
-			return runRun(cmd.Context(), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, asJSON, cmd.OutOrStdout())
+			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, asJSON, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print progress as JSON lines")
@@ -419,7 +419,7 @@ func newLogsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runLogs(cmd.Context(), g, ws, args[0], runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
+			return runLogs(g.watchContext(cmd.Context()), g, ws, args[0], runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&runID, "run", "", "read the logs of run `RUN`")

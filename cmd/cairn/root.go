@@ -51,6 +51,10 @@ type globals struct {
 	// cancels the context at once.
 	stopCh         chan struct{}
 	gracefulWanted atomic.Bool
+	// watchesCtx is set by commands that end on a cancelled context
+	// (run, resume, memo, logs); any other command is read-only or
+	// crash-safe by construction and exits at the first signal.
+	watchesCtx atomic.Bool
 
 	warnMu sync.Mutex
 }
@@ -59,7 +63,15 @@ type globals struct {
 // (a graceful stop) and the second cancel the command's context.
 func (g *globals) graceful() <-chan struct{} {
 	g.gracefulWanted.Store(true)
+	g.watchesCtx.Store(true)
 	return g.stopCh
+}
+
+// watchContext says the command ends by itself once its context is
+// cancelled, so a signal should cancel it rather than exit at once.
+func (g *globals) watchContext(ctx context.Context) context.Context {
+	g.watchesCtx.Store(true)
+	return ctx
 }
 
 func (g *globals) AddFlags(f *pflag.FlagSet) {
@@ -87,6 +99,11 @@ func Main() int {
 			if n == 1 && g.gracefulWanted.Load() {
 				close(g.stopCh)
 				continue
+			}
+			if !g.watchesCtx.Load() {
+				// plan, validate, graph, cache verify...: nothing to
+				// clean up, and they do not watch the context.
+				os.Exit(exitStopped)
 			}
 			cancel()
 		}
