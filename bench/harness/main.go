@@ -423,13 +423,23 @@ func prepare(t *tool, w *ws, sc string) string {
 }
 
 func command(t *tool, w *ws, sc string, rssFile string) string {
-	c := t.cmd(w)
+	// t.cmd is "[VAR=value ...] exec BIN ARGS". hyperfine runs the
+	// commands without a shell (-N): on a noisy machine its correction
+	// for the shell's start-up swallows commands of a few ms whole. env
+	// -C changes directory and sets the variables, then execs the tool
+	// (no fork); the same for every tool.
+	vars, bin, _ := strings.Cut(t.cmd(w), "exec ")
 	if rssFile != "" {
-		// Peak RSS of every timed cold run; one more exec on a run of
-		// seconds.
-		c = strings.Replace(c, "exec ", "exec "+gnuTime+" -a -o "+rssFile+" -f %M ", 1)
+		// Peak RSS: one more exec, only on runs of seconds.
+		bin = gnuTime + " -a -o " + rssFile + " -f %M " + bin
 	}
-	return "cd " + w.dir + " && " + c
+	return "env -C " + w.dir + " " + vars + bin
+}
+
+// shArg quotes a prepare command for hyperfine -N, which splits its
+// arguments like a shell but runs no shell.
+func shArg(cmd string) string {
+	return "sh -c '" + strings.ReplaceAll(cmd, "'", `'\''`) + "'"
 }
 
 // probe runs the tool once in the scenario, outside hyperfine.
@@ -497,12 +507,12 @@ func probe(t *tool, w *ws, sc string, r *result, sz size) {
 func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs []*result) {
 	name := sz.name + "-" + sc
 	js := filepath.Join(results, name+".json")
-	args := []string{"--style", "basic", "--runs", strconv.Itoa(runs), "-i", "--export-json", js}
+	args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(runs), "-i", "--export-json", js}
 	var cmds []string
 	rssFiles := make([]string, len(ts))
 	for i, t := range ts {
 		w := wss[t.name]
-		args = append(args, "--prepare", prepare(t, w, sc))
+		args = append(args, "--prepare", shArg(prepare(t, w, sc)))
 		rf := ""
 		if sc == "cold" && gnuTime != "" {
 			rf = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
@@ -630,7 +640,7 @@ func runOne(sz size, sc string, t *tool, w *ws, runs int) {
 		return
 	}
 	js := filepath.Join(results, sz.name+"-"+sc+".json")
-	if err := runVerbose(nil, "hyperfine", "--style", "basic", "--runs", strconv.Itoa(runs), "--export-json", js, "-n", "cairn "+sc, command(t, w, sc, "")); err != nil {
+	if err := runVerbose(nil, "hyperfine", "-N", "--style", "basic", "--runs", strconv.Itoa(runs), "--export-json", js, "-n", "cairn "+sc, command(t, w, sc, "")); err != nil {
 		r.Failed = "hyperfine failed: " + err.Error()
 		return
 	}
