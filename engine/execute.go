@@ -73,6 +73,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		res := r.attempt(ctx, ph, attempt)
 		switch res.status {
 		case StatusSucceeded:
+			r.freeSlot(addr)
 			return r.succeed(ph, began)
 		case StatusStopped:
 			end := e.now()

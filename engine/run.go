@@ -412,9 +412,13 @@ type runner struct {
 	res     *RunResult
 }
 
+// phaseResult is what a phase's goroutine tells the scheduler: that its
+// command has ended and its job slot is free (slotOnly), or that the
+// phase is over (ok: its outputs are in place and recorded).
 type phaseResult struct {
-	addr string
-	ok   bool
+	addr     string
+	ok       bool
+	slotOnly bool
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
@@ -424,7 +428,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
 	var queue []string
-	running := 0
+	running := 0               // phases holding a job slot
+	inflight := 0              // phase goroutines not yet over
+	freed := map[string]bool{} // phases that gave their slot back early
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	for {
@@ -448,9 +454,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			queue = append(queue[:i], queue[i+1:]...)
 			pools.take(p.Resources)
 			running++
-			go func() { r.results <- phaseResult{addr, r.process(ctx, addr)} }()
+			inflight++
+			go func() { r.results <- phaseResult{addr: addr, ok: r.process(ctx, addr)} }()
 		}
-		if running == 0 {
+		if inflight == 0 {
 			return
 		}
 		select {
@@ -458,8 +465,16 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
-			running--
-			pools.release(r.e.spec.Phase(pr.addr).Resources)
+			if !freed[pr.addr] {
+				running--
+				pools.release(r.e.spec.Phase(pr.addr).Resources)
+			}
+			if pr.slotOnly {
+				freed[pr.addr] = true
+				continue
+			}
+			delete(freed, pr.addr)
+			inflight--
 			skipped := plan.Done(pr.addr, pr.ok)
 			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
 				// A phase ended by a stop: its dependents were not
@@ -531,6 +546,13 @@ func (r *runner) restore(d *Decision) error {
 		}
 	}
 	return nil
+}
+
+// freeSlot gives the phase's job slot (and pool units) back while it
+// stores its outputs, so the next command starts without waiting for the
+// cache's fsyncs. Its dependents still wait for the phase to be over.
+func (r *runner) freeSlot(addr string) {
+	r.results <- phaseResult{addr: addr, slotOnly: true}
 }
 
 // finish records a phase that ended well.
