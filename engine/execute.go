@@ -65,9 +65,9 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		reportPath: filepath.Join(r.runDir, "reports", safeName(addr)+".jsonl"),
 		ckpt:       ckpt,
 	}
-	if err := os.WriteFile(ph.reportPath, nil, 0o644); err != nil {
-		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create report file: %w", err)})
-	}
+	// The report file is made by the phase's first write to it (the
+	// watcher reads a missing file as an empty one): one file fewer to
+	// create per phase.
 	attempts := 1 + p.Budget.Retries
 	for attempt := 1; ; attempt++ {
 		res := r.attempt(ctx, ph, attempt)
@@ -310,11 +310,7 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	if err != nil {
 		return err
 	}
-	host, _ := os.Hostname()
-	who := ""
-	if u, err := user.Current(); err == nil {
-		who = u.Username
-	}
+	host, who := r.hostUser()
 	entry := &cache.Entry{
 		Format:     1,
 		Key:        ph.d.key,
@@ -359,6 +355,36 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	return err
 }
 
+// hostUser returns this machine's name and the user's, for cache
+// entries; looked up once per run.
+func (r *runner) hostUser() (string, string) {
+	r.whoOnce.Do(func() {
+		r.host, _ = os.Hostname()
+		if u, err := user.Current(); err == nil {
+			r.user = u.Username
+		}
+	})
+	return r.host, r.user
+}
+
+// paramsFile writes the phase's params as JSON for $CAIRN_PARAMS and
+// returns its path. Phases without params share one "{}" file.
+func (r *runner) paramsFile(p *spec.Phase) (string, error) {
+	name := safeName(p.Addr) + ".json"
+	if len(p.Params) == 0 {
+		r.noParamsOnce.Do(func() {
+			r.noParamsErr = os.WriteFile(filepath.Join(r.runDir, "params", "none.json"), paramsJSON(nil), 0o644)
+		})
+		if r.noParamsErr != nil {
+			return "", fmt.Errorf("write params: %w", r.noParamsErr)
+		}
+		name = "none.json"
+	} else if err := os.WriteFile(filepath.Join(r.runDir, "params", name), paramsJSON(p.Params), 0o644); err != nil {
+		return "", fmt.Errorf("write params: %w", err)
+	}
+	return filepath.Join(r.runDir, "params", name), nil
+}
+
 // environment builds a phase's clean environment: a minimal passthrough,
 // declared env, pass_env and secret_env from the caller, and CAIRN_*
 // variables. It returns the secret values for masking.
@@ -391,9 +417,9 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 	for k, v := range p.Env {
 		env = append(env, k+"="+v)
 	}
-	paramsPath := filepath.Join(r.runDir, "params", safeName(p.Addr)+".json")
-	if err := os.WriteFile(paramsPath, paramsJSON(p.Params), 0o644); err != nil {
-		return nil, nil, fmt.Errorf("write params: %w", err)
+	paramsPath, err := r.paramsFile(p)
+	if err != nil {
+		return nil, nil, err
 	}
 	env = append(env,
 		"CAIRN_PHASE="+p.Addr,

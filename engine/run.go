@@ -408,6 +408,11 @@ type runner struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 
+	whoOnce      sync.Once
+	host, user   string
+	noParamsOnce sync.Once
+	noParamsErr  error
+
 	results chan phaseResult
 	res     *RunResult
 }
