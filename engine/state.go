@@ -95,6 +95,12 @@ type PhaseState struct {
 	LogTail    string     `json:"log_tail,omitempty"`
 	Stdout     string     `json:"stdout,omitempty"` // log path, relative to the workspace
 	Stderr     string     `json:"stderr,omitempty"`
+	// Metrics is the phase's recorded metrics: one JSON object with a
+	// member per file named in its metrics attribute (the file's path,
+	// relative to the workspace), whose value is that file's JSON.
+	Metrics json.RawMessage `json:"metrics,omitempty"`
+	// Params is the phase's params as canonical JSON values.
+	Params map[string]json.RawMessage `json:"params,omitempty"`
 }
 
 // stateFile owns a run's state and writes it to disk. Updates are cheap;
