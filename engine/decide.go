@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
@@ -99,11 +100,26 @@ func (e *Engine) explainMiss(p *spec.Phase, comps []cache.Component) []string {
 	}
 	prev, err := e.cache.GetEntry(prevKey)
 	if err != nil {
-		return []string{"no cached result (the previous result is no longer in the cache)"}
+		return e.notInCache(p, "its last result is no longer in the cache")
 	}
 	reasons := e.maskSensitive(diffComponents(prev.Components, comps, e.producer))
 	if len(reasons) == 0 {
-		return []string{"no cached result"}
+		return e.notInCache(p, "no cached result")
+	}
+	return reasons
+}
+
+// notInCache explains a miss with nothing to diff against: the outputs
+// the workspace lacks, which the cache cannot give back, else why.
+func (e *Engine) notInCache(p *spec.Phase, why string) []string {
+	var reasons []string
+	for _, o := range p.Outputs {
+		if _, err := os.Lstat(e.ws.Abs(o.Path)); err != nil {
+			reasons = append(reasons, fmt.Sprintf("output %s missing and not in cache", o.Path))
+		}
+	}
+	if len(reasons) == 0 {
+		return []string{why}
 	}
 	return reasons
 }

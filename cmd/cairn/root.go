@@ -140,6 +140,7 @@ func newRootCommand(g *globals) *cobra.Command {
 	root.AddCommand(
 		runCmd,
 		planCmd,
+		newWhyCommand(g),
 		newGraphCommand(g),
 		newValidateCommand(g),
 		newResumeCommand(g),

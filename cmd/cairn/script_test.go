@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,12 +16,16 @@ func TestMain(m *testing.M) {
 	})
 }
 
+// update rewrites the expected output (cmp files) inside the scripts, as
+// UPDATE_SCRIPTS=1 does.
+var update = flag.Bool("update", false, "rewrite the golden outputs inside testdata/script/*.txtar")
+
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       os.Getenv("UPDATE_SCRIPTS") != "",
+		UpdateScripts:       *update || os.Getenv("UPDATE_SCRIPTS") != "",
 		Setup: func(e *testscript.Env) error {
 			// Hermetic: each script has its own cache and no colour.
 			e.Setenv("CAIRN_CACHE_DIR", filepath.Join(e.WorkDir, ".cache"))
