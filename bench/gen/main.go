@@ -260,10 +260,14 @@ func genNinja(ps []phase, dir string) error {
 }
 
 // genTask writes a Taskfile in which every phase is a task with
-// content-checksum up-to-date checks (method: checksum).
+// content-checksum up-to-date checks (method: checksum). run: once makes
+// a task that several others depend on run (or be checked) once per
+// invocation, as in a build graph; go-task's default (always) runs it
+// again for every dependent, which on a layered DAG multiplies the work
+// exponentially and races concurrent copies of the same task.
 func genTask(ps []phase, dir string) error {
 	var b bytes.Buffer
-	b.WriteString("version: '3'\nmethod: checksum\ntasks:\n  default:\n    deps: [")
+	b.WriteString("version: '3'\nmethod: checksum\nrun: once\ntasks:\n  default:\n    deps: [")
 	b.WriteString(strings.Join(sinks(ps), ", "))
 	b.WriteString("]\n")
 	for _, p := range ps {

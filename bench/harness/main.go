@@ -43,9 +43,9 @@ var (
 	workDir  = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
 	outDir   = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
 	toolList = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
-	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lq (L with 20 MiB inputs) and XS (10 phases, a smoke test); default S,M,L; quick: S,Lq")
+	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lq (L with 8 MiB inputs) and XS (10 phases, a smoke test); default S,M,L; quick: S,Lq")
 	timeout  = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
-	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 8s)")
+	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
 	scale    = flag.Bool("scale", true, "run cairn's for_each scale test")
 )
@@ -108,7 +108,7 @@ func main() {
 		*timeout = map[bool]time.Duration{false: 300 * time.Second, true: 90 * time.Second}[*quick]
 	}
 	if *long == 0 {
-		*long = map[bool]time.Duration{false: 60 * time.Second, true: 8 * time.Second}[*quick]
+		*long = map[bool]time.Duration{false: 60 * time.Second, true: 5 * time.Second}[*quick]
 	}
 	var err error
 	root, err = os.Getwd()
@@ -146,7 +146,7 @@ func main() {
 		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "L", n: 10, f: 10, s: 200 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "XS", n: 10, f: 100, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 3, slowRuns: 2},
-		{name: "Lq", n: 10, f: 10, s: 20 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
+		{name: "Lq", n: 10, f: 10, s: 8 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
 	}
 	want := "S,M,L"
 	if *quick {
