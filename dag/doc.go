@@ -1,5 +1,6 @@
 // Package dag holds cairn's dependency graph: building it, ordering it,
-// finding cycles, scheduling it and drawing it.
+// finding cycles, scheduling it and drawing it (Graphviz DOT, Mermaid,
+// JSON).
 //
 // Vertices are plain string IDs (phase names such as "prepare" or
 // `harden["gpt-4o-mini"]`). An edge from -> to means "to depends on from":
@@ -17,7 +18,10 @@
 //   - [Plan] (plan.go): pure scheduling state in the style of ninja's Plan.
 //     It hands out ready vertices and, on failure, reports the dependents
 //     that are skipped; engine owns the concurrency.
-//   - [WriteDOT] (dot.go): Graphviz output for `cairn graph`.
+//   - [Drawing] (draw.go): how to draw a graph in any format: its groups
+//     (for_each instances) and the status each vertex is coloured by.
+//   - [WriteDOT] (dot.go, through [Drawing.DOTOptions]), [WriteMermaid]
+//     (mermaid.go) and [WriteJSON] (json.go): the formats of `cairn graph`.
 //
 // Every result is deterministic: it depends only on the set of vertices and
 // edges, never on insertion order. Vertex lists are sorted by name (byte

@@ -47,39 +47,12 @@ func WriteDOT(w io.Writer, g *Graph, opts DOTOptions) error {
 	rankDir := cmp.Or(opts.RankDir, "LR")
 
 	bw := bufio.NewWriter(w)
-	d := dotWriter{w: bw}
+	d := lineWriter{w: bw}
 	d.line(0, "digraph ", quote(name), " {")
 	d.line(1, "rankdir=", quote(rankDir), ";")
 	d.line(1, `node [shape="box"];`)
 
-	byName, _ := g.order()
-	type cluster struct {
-		id, label string
-		members   []int
-	}
-	var (
-		clusters []*cluster
-		byID     = map[string]*cluster{}
-		loose    []int
-	)
-	for _, i := range byName {
-		var id, label string
-		if opts.Cluster != nil {
-			id, label = opts.Cluster(g.names[i])
-		}
-		if id == "" {
-			loose = append(loose, i)
-			continue
-		}
-		c := byID[id]
-		if c == nil {
-			c = &cluster{id: id, label: label}
-			byID[id] = c
-			clusters = append(clusters, c)
-		}
-		c.members = append(c.members, i)
-	}
-	slices.SortFunc(clusters, func(a, b *cluster) int { return strings.Compare(a.id, b.id) })
+	clusters, loose := groups(g, opts.Cluster)
 
 	node := func(depth, i int) {
 		var attrs map[string]string
@@ -88,7 +61,9 @@ func WriteDOT(w io.Writer, g *Graph, opts DOTOptions) error {
 		}
 		d.line(depth, quote(g.names[i]), formatAttrs(attrs), ";")
 	}
+	byID := map[string]bool{}
 	for _, c := range clusters {
+		byID[c.id] = true
 		d.line(1, "subgraph ", quote("cluster_"+c.id), " {")
 		d.line(2, "label=", quote(c.label), ";")
 		for _, i := range c.members {
@@ -104,7 +79,7 @@ func WriteDOT(w io.Writer, g *Graph, opts DOTOptions) error {
 		// The legend's subgraph and node IDs must not collide with the
 		// user's clusters or vertices, or Graphviz would merge them.
 		legendID := "legend"
-		for byID[legendID] != nil {
+		for byID[legendID] {
 			legendID += "_"
 		}
 		d.line(1, "subgraph ", quote("cluster_"+legendID), " {")
@@ -131,11 +106,44 @@ func WriteDOT(w io.Writer, g *Graph, opts DOTOptions) error {
 	return bw.Flush()
 }
 
-// dotWriter writes indented lines; bufio.Writer keeps the first error,
-// which WriteDOT returns from Flush.
-type dotWriter struct{ w *bufio.Writer }
+// group is a set of vertices drawn together.
+type group struct {
+	id, label string
+	members   []int // vertex indices, sorted by name
+}
 
-func (d dotWriter) line(depth int, parts ...string) {
+// groups sorts g's vertices into the groups groupOf gives them (nil: no
+// groups), sorted by id, and the loose vertices, which have none. A
+// group's label is that of its smallest vertex.
+func groups(g *Graph, groupOf func(v string) (id, label string)) (groups []*group, loose []int) {
+	byName, _ := g.order()
+	byID := map[string]*group{}
+	for _, i := range byName {
+		var id, label string
+		if groupOf != nil {
+			id, label = groupOf(g.names[i])
+		}
+		if id == "" {
+			loose = append(loose, i)
+			continue
+		}
+		c := byID[id]
+		if c == nil {
+			c = &group{id: id, label: label}
+			byID[id] = c
+			groups = append(groups, c)
+		}
+		c.members = append(c.members, i)
+	}
+	slices.SortFunc(groups, func(a, b *group) int { return strings.Compare(a.id, b.id) })
+	return groups, loose
+}
+
+// lineWriter writes indented lines of DOT or Mermaid; bufio.Writer keeps
+// the first error, which the writer returns from Flush.
+type lineWriter struct{ w *bufio.Writer }
+
+func (d lineWriter) line(depth int, parts ...string) {
 	for range depth {
 		d.w.WriteByte('\t')
 	}
