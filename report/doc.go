@@ -1,0 +1,14 @@
+// Package report renders one run as a single self-contained HTML page: a
+// header with the run's status and spend, its phase graph drawn as inline
+// SVG, a phase table, params and metrics, and the tails of every phase's
+// logs. The page loads nothing: no script, no font, no stylesheet, no
+// image from anywhere, so it can be mailed or attached as it is.
+//
+// The entry point is [Write], which takes an [Input]: the run's record
+// (engine.RunState), the spec's graph when it still loads, and where to
+// read logs. The graph layout (layers by longest path, barycentre
+// ordering, dummy points for long edges) lives in layout.go and knows
+// nothing of runs; status colours in status.go; flattening of params and
+// metrics in metrics.go. Loading the run and the spec is the caller's job
+// (cmd/cairn's report command).
+package report
