@@ -2,8 +2,8 @@ package report
 
 import (
 	"bufio"
-	_ "embed"
 	"cmp"
+	_ "embed"
 	"fmt"
 	"html/template"
 	"io"
@@ -43,8 +43,6 @@ type Input struct {
 	// CachedLogs, if not nil, returns the logs of a phase that was cached
 	// in the run (they belong to the run that produced the result).
 	CachedLogs func(addr string, ps *engine.PhaseState) (stdout, stderr []byte, err error)
-	// Generated, if not zero, is shown as the time the report was made.
-	Generated time.Time
 	// Version, if not empty, is the cairn version shown in the footer.
 	Version string
 }
@@ -68,7 +66,6 @@ type page struct {
 	Phases      []*phaseView
 	Params      valueTable
 	Metrics     valueTable
-	Generated   string
 	Version     string
 }
 
@@ -93,7 +90,8 @@ type phaseView struct {
 }
 
 // Write renders the report of in.Run to w as one HTML page. The page is
-// the same bytes for the same input (and the same log files). Logs that
+// the same bytes for the same input (and the same log files): it holds no
+// time of its own making, so reports can be compared and kept in git. Logs that
 // cannot be read are noted on the page; Write returns an error only when
 // in.Run is nil or w fails.
 func Write(w io.Writer, in Input) error {
@@ -147,9 +145,6 @@ func Write(w io.Writer, in Input) error {
 		GraphNote:   graphNote(in, st, names),
 		Graph:       g,
 		Version:     in.Version,
-	}
-	if !in.Generated.IsZero() {
-		p.Generated = fmtTime(in.Generated)
 	}
 
 	// Rows follow the drawing: layer by layer, top to bottom, so the

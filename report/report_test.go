@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -79,8 +78,7 @@ func fixtureInput(t *testing.T) Input {
 			}
 			return []byte("prepared 3 files\n"), nil, nil
 		},
-		Generated: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC),
-		Version:   "v0.0.0-test",
+		Version: "v0.0.0-test",
 	}
 }
 
@@ -140,7 +138,7 @@ func TestPageContent(t *testing.T) {
 		"prepared 3 files", "from the run that produced the cached result",
 		"not readable: open testdata/ws/logs/missing.stderr",
 		`not read: the log path "../../outside.log" is outside the workspace`,
-		"Made by cairn report v0.0.0-test on 2026-01-05 10:00:00 UTC.",
+		"Made by cairn report v0.0.0-test.",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("page lacks %q", want)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
@@ -54,7 +53,7 @@ func runReport(g *globals, opts reportOptions, args []string, out io.Writer) err
 	if err != nil {
 		return err
 	}
-	in := htmlreport.Input{Run: st, Root: ws.Root, Generated: time.Now(), Version: version}
+	in := htmlreport.Input{Run: st, Root: ws.Root, Version: version}
 
 	// The graph is the spec's, read with the run's -var values (those
 	// given now win), so that its for_each instances are the run's.
