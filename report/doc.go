@@ -6,9 +6,14 @@
 //
 // The entry point is [Write], which takes an [Input]: the run's record
 // (engine.RunState), the spec's graph when it still loads, and where to
-// read logs. The graph layout (layers by longest path, barycentre
-// ordering, dummy points for long edges) lives in layout.go and knows
-// nothing of runs; status colours in status.go; flattening of params and
-// metrics in metrics.go. Loading the run and the spec is the caller's job
-// (cmd/cairn's report command).
+// read logs. The same input gives the same bytes.
+//
+// The graph layout (layers by longest path, barycentre ordering that keeps
+// for_each instances together, dummy slots for long edges) lives in
+// layout.go and knows nothing of runs; svg.go turns it into boxes, paths
+// and a legend; status.go holds the status colours; metrics.go flattens
+// params and metrics into tables; logs.go reads log tails; page.html is
+// the html/template that escapes everything the page shows. Loading the
+// run, the spec and the cache is the caller's job (cmd/cairn's report
+// command).
 package report
