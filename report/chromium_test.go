@@ -109,7 +109,7 @@ func runChromium(t *testing.T, bin string, args ...string) []byte {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	home := t.TempDir()
-	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+	args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-crash-reporter", "--disable-breakpad",
 		"--hide-scrollbars", "--user-data-dir=" + filepath.Join(home, "profile")}, args...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
