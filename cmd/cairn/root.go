@@ -148,6 +148,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newStatusCommand(g),
 		newRunsCommand(g),
 		newShowCommand(g),
+		newReportCommand(g),
 		logsCmd,
 		newFmtCommand(g),
 		newInitCommand(g),
