@@ -147,6 +147,8 @@ func newRootCommand(g *globals) *cobra.Command {
 		newStatusCommand(g),
 		newRunsCommand(g),
 		newShowCommand(g),
+		newMetricsCommand(g),
+		newCompareCommand(g),
 		logsCmd,
 		newFmtCommand(g),
 		newInitCommand(g),
