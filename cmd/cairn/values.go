@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -97,34 +98,44 @@ func flattenMetrics(raw json.RawMessage) map[string]json.RawMessage {
 	return out
 }
 
-// cellText renders a JSON value for a table: strings bare, numbers with
-// a fraction or exponent to precision significant digits (0: as
+// cellText renders a JSON value for a table: strings bare (quoted when
+// they hold control characters, which would break the line), numbers
+// with a fraction or exponent to precision significant digits (0: as
 // written), anything else as compact JSON. nil is "-".
 func cellText(v json.RawMessage, precision int) string {
 	if v == nil {
 		return "-"
-	}
-	if len(v) > 0 && v[0] == '"' {
-		var s string
-		if json.Unmarshal(v, &s) == nil {
-			return s
-		}
 	}
 	if isNumber(v) && precision > 0 && bytes.ContainsAny(v, ".eE") {
 		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
 			return strconv.FormatFloat(f, 'g', precision, 64)
 		}
 	}
-	return string(v)
+	s := jsonText(v)
+	if strings.ContainsFunc(s, unicode.IsControl) {
+		return strconv.Quote(s)
+	}
+	return s
 }
 
-// csvText renders a JSON value for CSV: like cellText at full precision,
-// but a missing value is empty.
+// csvText renders a JSON value for CSV: strings bare, anything else as
+// compact JSON at full precision; a missing value is empty.
 func csvText(v json.RawMessage) string {
 	if v == nil {
 		return ""
 	}
-	return cellText(v, 0)
+	return jsonText(v)
+}
+
+// jsonText is a JSON string's text, or any other value's JSON.
+func jsonText(v json.RawMessage) string {
+	if len(v) > 0 && v[0] == '"' {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+	}
+	return string(v)
 }
 
 func isNumber(v json.RawMessage) bool {
@@ -154,12 +165,20 @@ func compareValues(a, b json.RawMessage) int {
 	case bn:
 		return 1
 	}
-	return naturalCompare(cellText(a, 0), cellText(b, 0))
+	return naturalCompare(jsonText(a), jsonText(b))
 }
 
 // naturalCompare compares strings with runs of digits compared by value,
-// so that seeds["2"] sorts before seeds["10"].
+// so that seeds["2"] sorts before seeds["10"]; strings equal that way
+// ("02" and "2") are ordered by their bytes.
 func naturalCompare(a, b string) int {
+	if c := naturalCompareValues(a, b); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func naturalCompareValues(a, b string) int {
 	for a != "" && b != "" {
 		da, db := digitPrefix(a), digitPrefix(b)
 		if da > 0 && db > 0 {
