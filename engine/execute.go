@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -106,6 +107,7 @@ type phaseRun struct {
 	stdout     string
 	stderr     string
 	duration   time.Duration
+	metrics    json.RawMessage // read when the command succeeded
 }
 
 // waitRetry waits out the backoff before another attempt. It returns
@@ -281,6 +283,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	if err != nil {
 		return r.fail(p.Addr, began, &PhaseError{Phase: p.Addr, Err: err, Log: relErr})
 	}
+	ph.metrics = e.readMetrics(p)
 	if p.Budget.MaxCost != nil && !ph.sawCost {
 		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
 			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
@@ -293,6 +296,9 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	}
 	// The phase is done: its checkpoints are no longer needed.
 	_ = os.RemoveAll(ph.ckpt)
+	if ph.metrics != nil {
+		r.state.phase(p.Addr, func(ps *PhaseState) { ps.Metrics = ph.metrics })
+	}
 	r.finish(p.Addr, ph.d, StatusSucceeded, tree, began)
 	return true
 }
@@ -322,6 +328,7 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 		Stderr:     errD,
 		Cost:       ph.spent.Cost,
 		Iterations: ph.spent.Iterations,
+		Metrics:    ph.metrics,
 		DurationMS: ph.duration.Milliseconds(),
 		Created:    r.e.now().UTC(),
 		Host:       host,

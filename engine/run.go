@@ -182,7 +182,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	for _, p := range e.spec.Phases {
 		if sel.has(p.Addr) {
-			st.Phases[p.Addr] = &PhaseState{Status: StatusPending}
+			st.Phases[p.Addr] = &PhaseState{Status: StatusPending, Params: e.stateParams(p)}
 		}
 	}
 	r.state, err = newStateFile(e.ws.StatePath(runID), st, 250*time.Millisecond)
@@ -567,9 +567,16 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 	r.trees[addr] = tree
 	r.mu.Unlock()
 	e.lastKeys.set(addr, d.key)
+	var metrics json.RawMessage
+	if status != StatusSucceeded && d.entry != nil {
+		metrics = e.cachedMetrics(e.spec.Phase(addr), d.entry)
+	}
 	end := e.now()
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Status = status
+		if metrics != nil {
+			ps.Metrics = metrics
+		}
 		if status != StatusSucceeded {
 			ps.DurationMS = end.Sub(began).Milliseconds()
 		}

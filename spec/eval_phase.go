@@ -132,6 +132,9 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	if e, ok := attr("params"); ok {
 		diags = append(diags, evalParams(p, e, ctx)...)
 	}
+	if e, ok := attr("metrics"); ok {
+		diags = append(diags, evalMetrics(p, e, ctx)...)
+	}
 	if e, ok := attr("env"); ok {
 		env, d := evalStringMap(e, ctx, "env")
 		diags = append(diags, d...)

@@ -113,6 +113,9 @@ type Phase struct {
 
 	// Params are canonical JSON values by name.
 	Params map[string]string
+	// Metrics are the paths of the outputs that hold the phase's metrics
+	// (JSON objects), in declaration order: each is one of Outputs' paths.
+	Metrics []string
 	// Env holds declared environment variables (hashed into the key).
 	Env map[string]string
 	// SecretEnv and PassEnv are names passed through from the caller; they

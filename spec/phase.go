@@ -30,6 +30,7 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "cache"},
 		{Name: "for_each"},
 		{Name: "resources"},
+		{Name: "metrics"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}},
 }

@@ -116,6 +116,7 @@ type phaseView struct {
 	Inputs    []string            `json:"inputs,omitempty"`
 	Outputs   []Output            `json:"outputs,omitempty"`
 	Params    map[string]string   `json:"params,omitempty"`
+	Metrics   []string            `json:"metrics,omitempty"`
 	Env       map[string]string   `json:"env,omitempty"`
 	SecretEnv []string            `json:"secret_env,omitempty"`
 	PassEnv   []string            `json:"pass_env,omitempty"`
@@ -131,7 +132,7 @@ func view(s *Spec) decodeView {
 	for _, p := range s.Phases {
 		v.Phases = append(v.Phases, phaseView{
 			Addr: p.Addr, Command: p.Command, Shell: p.Shell, Inputs: p.Inputs, Outputs: p.Outputs,
-			Params: p.Params, Env: p.Env, SecretEnv: p.SecretEnv, PassEnv: p.PassEnv,
+			Params: p.Params, Metrics: p.Metrics, Env: p.Env, SecretEnv: p.SecretEnv, PassEnv: p.PassEnv,
 			Workdir: p.Workdir, Cache: p.Cache, Upstream: p.Upstream,
 			Budget: p.Budget, Resources: p.Resources,
 		})

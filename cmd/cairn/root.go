@@ -148,6 +148,8 @@ func newRootCommand(g *globals) *cobra.Command {
 		newStatusCommand(g),
 		newRunsCommand(g),
 		newShowCommand(g),
+		newMetricsCommand(g),
+		newCompareCommand(g),
 		newReportCommand(g),
 		logsCmd,
 		newFmtCommand(g),
