@@ -16,7 +16,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+var update = flag.Bool("update", false, "rewrite golden files in testdata and the cmp files inside testdata/script/*.txtar")
 
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,16 +15,14 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// update rewrites the expected output (cmp files) inside the scripts, as
-// UPDATE_SCRIPTS=1 does.
-var update = flag.Bool("update", false, "rewrite the golden outputs inside testdata/script/*.txtar")
-
 func TestScript(t *testing.T) {
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		UpdateScripts:       *update || os.Getenv("UPDATE_SCRIPTS") != "",
+		// -update (cmd_metrics_test.go) also rewrites the cmp files
+		// inside the scripts, as UPDATE_SCRIPTS=1 does.
+		UpdateScripts: *update || os.Getenv("UPDATE_SCRIPTS") != "",
 		Setup: func(e *testscript.Env) error {
 			// Hermetic: each script has its own cache and no colour.
 			e.Setenv("CAIRN_CACHE_DIR", filepath.Join(e.WorkDir, ".cache"))
