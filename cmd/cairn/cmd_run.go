@@ -84,13 +84,15 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 	// The view is closed however the run ends, so that a terminal is left
 	// with its cursor shown and no half-drawn line.
 	defer func() { view.close(res) }()
-	stderr := g.stderr
-	g.stderr = view.above(stderr)
-	defer func() { g.stderr = stderr }()
 	s, eng, err := g.openEngine(view)
 	if err != nil {
 		return err
 	}
+	// Warnings written to stderr (the cache's, the remote's) print above
+	// a live display rather than through it.
+	stderr := g.stderr
+	g.stderr = view.above(stderr)
+	defer func() { g.stderr = stderr }()
 	// Values of sensitive variables are not written to state.json: a
 	// resumed run needs them given again.
 	ro.Vars = dropSensitive(ro.Vars, s.SensitiveVars)

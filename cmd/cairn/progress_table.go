@@ -24,9 +24,10 @@ type summaryRow struct {
 // cached, restored and skipped phases and only counts them.
 const bigRun = 20
 
-// table writes the summary table: phase, status, duration, cost (and
-// iterations when some phase reported any), in the spec's order. A phase
-// the run never reached is skipped.
+// table writes the summary table, after a blank line and followed by
+// one: phase, status, duration, cost (and iterations when some phase
+// reported any), in the spec's order. A phase the run never reached is
+// skipped. It writes nothing when no phase is left to list.
 func (v *termView) table(b *strings.Builder) {
 	rows := make([]*summaryRow, 0, len(v.phases))
 	for _, name := range v.phases {
@@ -79,9 +80,12 @@ func (v *termView) table(b *strings.Builder) {
 		}
 		cells = append(cells, row)
 	}
-	if len(rows) > 0 {
-		writeColumns(b, cells, v.color)
+	if len(rows) == 0 {
+		// All cached or skipped: the closing line says as much.
+		return
 	}
+	b.WriteByte('\n')
+	writeColumns(b, cells, v.color)
 	if len(left) > 0 {
 		var parts []string
 		for _, s := range []string{engine.StatusCached, engine.StatusRestored, engine.StatusSkipped} {

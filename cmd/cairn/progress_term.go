@@ -36,6 +36,14 @@ type termView struct {
 	rows     map[string]*summaryRow // finished phases by name
 	drawn    int                    // lines of the live region on screen
 	hidden   bool                   // the cursor is hidden
+	pending  []string               // permanent lines not yet printed
+	dirty    bool                   // a redraw is due
+	lastDraw time.Time
+	// minGap spaces redraws on events: those that come sooner are left
+	// to the ticker, so that a burst of events (a thousand cached phases)
+	// costs a few redraws, not one each, and a slow terminal does not
+	// slow the run down.
+	minGap time.Duration
 
 	stopTick chan struct{}
 	tickDone chan struct{}
@@ -63,13 +71,15 @@ func newTermView(f *os.File, color bool) *termView {
 		}
 		return w, h
 	})
+	v.minGap = refresh / 3
 	v.stopTick, v.tickDone = make(chan struct{}), make(chan struct{})
 	go v.tick()
 	return v
 }
 
 // newTermViewWith returns a view drawing on w without a ticker: it
-// redraws only on events (tests drive it with a fake clock).
+// redraws on every event and only then (tests drive it with a fake
+// clock).
 func newTermViewWith(w io.Writer, color bool, now func() time.Time, size func() (int, int)) *termView {
 	return &termView{w: w, size: size, now: now, color: color, spend: spendTracker{},
 		tally: map[string]int{}, rows: map[string]*summaryRow{}}
@@ -85,8 +95,8 @@ func (v *termView) tick() {
 			return
 		case <-t.C:
 			v.mu.Lock()
-			if v.begun && !v.closed && len(v.running) > 0 {
-				v.redraw(nil)
+			if !v.closed && (v.dirty || v.begun && len(v.running) > 0) {
+				v.redraw()
 			}
 			v.mu.Unlock()
 		}
@@ -100,7 +110,6 @@ func (v *termView) Report(ev engine.Event) {
 		return
 	}
 	v.spend.fill(&ev)
-	var above []string
 	switch ev.Kind {
 	case engine.EventBegin:
 		v.begun = true
@@ -123,21 +132,31 @@ func (v *termView) Report(ev engine.Event) {
 		if lp := v.live(ev.Phase); lp != nil {
 			lp.note = "retrying"
 		}
-		above = append(above, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), ev.Phase+": "+ev.Message))
+		v.pending = append(v.pending, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), ev.Phase+": "+ev.Message))
 	case engine.EventWarning:
-		above = append(above, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), "warning: "+ev.Message))
+		v.pending = append(v.pending, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), "warning: "+ev.Message))
 	case engine.EventStopping:
 		v.stopping = true
-		above = append(above, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), stoppingLine(ev.Message)))
+		v.pending = append(v.pending, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), stoppingLine(ev.Message)))
 	case engine.EventDone:
 		v.drop(ev.Phase)
 		v.tally[ev.Status]++
 		v.rows[ev.Phase] = &summaryRow{phase: ev.Phase, status: ev.Status, duration: ev.Duration, spend: ev.Spend}
 		line := doneLine(ev)
 		head := ev.Phase + ": "
-		above = append(above, head+v.style(statusStyle(ev.Status), strings.TrimPrefix(line, head)))
+		v.pending = append(v.pending, head+v.style(statusStyle(ev.Status), strings.TrimPrefix(line, head)))
 	}
-	v.redraw(above)
+	v.update()
+}
+
+// update redraws now, or marks a redraw due for the ticker when the last
+// one was less than minGap ago.
+func (v *termView) update() {
+	if v.minGap > 0 && time.Since(v.lastDraw) < v.minGap {
+		v.dirty = true
+		return
+	}
+	v.redraw()
 }
 
 func (v *termView) live(name string) *livePhase {
@@ -158,18 +177,14 @@ func (v *termView) drop(name string) {
 	}
 }
 
-// redraw clears the live region, prints the permanent lines and draws
-// the region again, in one write. The cursor rests at the start of the
+// redraw clears the live region, prints the pending permanent lines and
+// draws the region again, in one write. The cursor rests at the start of the
 // line below the region, so clearing is: back to column one, up by the
 // region's height, erase to the end of the screen (which also erases a
 // "^C" the terminal echoed there).
-func (v *termView) redraw(above []string) {
+func (v *termView) redraw() {
 	var b strings.Builder
-	v.clear(&b)
-	for _, l := range above {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
+	v.flush(&b)
 	if v.begun && !v.closed {
 		if !v.hidden {
 			b.WriteString(ansi.HideCursor)
@@ -184,6 +199,18 @@ func (v *termView) redraw(above []string) {
 		v.drawn = len(lines)
 	}
 	_, _ = io.WriteString(v.w, b.String())
+	v.dirty = false
+	v.lastDraw = time.Now()
+}
+
+// flush clears the live region and writes the pending lines to b.
+func (v *termView) flush(b *strings.Builder) {
+	v.clear(b)
+	for _, l := range v.pending {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	v.pending = nil
 }
 
 func (v *termView) clear(b *strings.Builder) {
@@ -247,26 +274,46 @@ func (v *termView) bar(width int) string {
 		finished += n
 	}
 	running := len(v.running)
-	waiting := max(total-finished-running, 0)
-	parts := []string{
-		fmt.Sprintf("done %d", v.tally[engine.StatusSucceeded]),
-		fmt.Sprintf("cached %d", v.tally[engine.StatusCached]+v.tally[engine.StatusRestored]),
-		fmt.Sprintf("running %d", running),
-		fmt.Sprintf("waiting %d", waiting),
+	type count struct {
+		label string
+		n     int
+		style ansi.Style
 	}
-	if n := v.tally[engine.StatusFailed] + v.tally[engine.StatusTimedOut] + v.tally[engine.StatusOverBudget]; n > 0 {
-		parts = append(parts, v.style(statusStyle(engine.StatusFailed), fmt.Sprintf("failed %d", n)))
+	counts := []count{
+		{"done", v.tally[engine.StatusSucceeded], nil},
+		{"cached", v.tally[engine.StatusCached] + v.tally[engine.StatusRestored], nil},
+		{"running", running, nil},
+		{"waiting", max(total-finished-running, 0), nil},
+		{"failed", v.tally[engine.StatusFailed] + v.tally[engine.StatusTimedOut] + v.tally[engine.StatusOverBudget], statusStyle(engine.StatusFailed)},
 	}
 	for _, s := range []string{engine.StatusBlocked, engine.StatusStopped, engine.StatusSkipped} {
-		if n := v.tally[s]; n > 0 {
-			parts = append(parts, v.style(statusStyle(s), fmt.Sprintf("%s %d", s, n)))
+		counts = append(counts, count{s, v.tally[s], statusStyle(s)})
+	}
+	// The first four counts are always shown, the others when not zero;
+	// on a narrow terminal, only counts that are not zero. Once the run is
+	// stopping, what waits will not start: "stopping" replaces its count.
+	render := func(narrow bool) string {
+		var parts []string
+		for i, c := range counts {
+			if c.n == 0 && (narrow || i > 3) || c.label == "waiting" && v.stopping {
+				continue
+			}
+			part := fmt.Sprintf("%s %d", c.label, c.n)
+			if c.style != nil {
+				part = v.style(c.style, part)
+			}
+			parts = append(parts, part)
 		}
+		if v.stopping {
+			// What waits will not start.
+			parts = append(parts, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), "stopping"))
+		}
+		return fmt.Sprintf(" %d/%d  ", finished, total) + strings.Join(parts, " · ")
 	}
-	text := fmt.Sprintf(" %d/%d  ", finished, total)
-	if v.stopping {
-		text += v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), "stopping") + " · "
+	text := render(false)
+	if ansi.StringWidth(text)+7 > width {
+		text = render(true)
 	}
-	text += strings.Join(parts, " · ")
 	// The bar takes what the text leaves, between 5 and 20 cells.
 	cells := min(max(width-ansi.StringWidth(text)-2, 5), 20)
 	fill := 0
@@ -285,7 +332,12 @@ func (v *termView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	emit := func(line string) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
-		v.redraw([]string{line})
+		if v.closed {
+			_, _ = io.WriteString(v.w, line+"\n")
+			return
+		}
+		v.pending = append(v.pending, line)
+		v.update()
 	}
 	return newPrefixWriter(prefix, emit), newPrefixWriter(prefix, emit)
 }
@@ -296,10 +348,12 @@ func (v *termView) above(w io.Writer) io.Writer {
 		v.mu.Lock()
 		defer v.mu.Unlock()
 		var b strings.Builder
-		v.clear(&b)
+		v.flush(&b)
 		_, _ = io.WriteString(v.w, b.String())
 		fmt.Fprintln(w, line)
-		v.redraw(nil)
+		if !v.closed {
+			v.redraw()
+		}
 	})
 }
 
@@ -313,16 +367,13 @@ func (v *termView) close(res *engine.RunResult) {
 	}
 	v.closed = true
 	var b strings.Builder
-	v.clear(&b)
+	v.flush(&b)
 	if v.hidden {
 		b.WriteString(ansi.ShowCursor)
 		v.hidden = false
 	}
 	if res != nil {
-		if v.begun && len(v.phases) > 0 {
-			b.WriteByte('\n')
-			v.table(&b)
-		}
+		v.table(&b)
 		b.WriteString(summaryLine(res))
 		b.WriteByte('\n')
 	}
