@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,4 +297,54 @@ b: failed after 20ms: phase b failed: exit status 1
 			t.Errorf("quiet %v (-want +got):\n%s", quiet, diff)
 		}
 	}
+}
+
+// The live view with its ticker, fed from many goroutines at once as the
+// engine does (run with -race): it ends clean, every line printed.
+func TestTermViewConcurrent(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan string)
+	go func() {
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(r)
+		got <- b.String()
+	}()
+	v := newTermView(w, true)
+	names := make([]string, 8)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%d", i)
+	}
+	v.Report(engine.Event{Kind: engine.EventBegin, Phases: names, Time: time.Now()})
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() {
+			v.Report(engine.Event{Kind: engine.EventStart, Phase: n, Attempt: 1, Time: time.Now()})
+			out, _ := v.phaseOutput(n)
+			for i := range 50 {
+				fmt.Fprintf(out, "line %d\n", i)
+				v.Report(engine.Event{Kind: engine.EventSpend, Phase: n, Spend: engine.Spend{Cost: float64(i)}, Time: time.Now()})
+			}
+			out.Close()
+			// Stay running across a tick, so that the ticker draws while
+			// events come in (nothing below depends on it).
+			time.Sleep(refresh)
+			v.Report(engine.Event{Kind: engine.EventDone, Phase: n, Status: engine.StatusSucceeded, Time: time.Now()})
+		})
+	}
+	wg.Wait()
+	v.close(&engine.RunResult{RunID: "r", Status: engine.RunSucceeded, Counts: map[string]int{engine.StatusSucceeded: 8}})
+	w.Close()
+	out := <-got
+	for _, n := range names {
+		if c := strings.Count(out, "["+n+"]"); c != 50 {
+			t.Errorf("%d output lines of %s, want 50", c, n)
+		}
+		if !strings.Contains(out, n+": ") {
+			t.Errorf("no finished line for %s", n)
+		}
+	}
+	checkCleanEnd(t, out)
 }
