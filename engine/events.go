@@ -23,6 +23,11 @@ const (
 	// EventSpend: a running phase reported spending (Spend holds its
 	// total so far).
 	EventSpend
+	// EventBegin: the run started; Message holds its id and Phases the
+	// phases it selected, in the spec's order. Each of them gets one
+	// EventDone, except those still pending when the run ends early
+	// (recorded as skipped).
+	EventBegin
 )
 
 // Event is one progress report.
@@ -32,10 +37,11 @@ type Event struct {
 	Status   string // for EventDone
 	Reasons  []string
 	Duration time.Duration
-	Err      error  // for failed phases
-	Message  string // for warnings, stops and retries
-	Attempt  int    // for EventStart and EventRetry
-	Spend    Spend  // the phase's spending so far (EventSpend, EventDone)
+	Err      error    // for failed phases
+	Message  string   // for warnings, stops and retries
+	Attempt  int      // for EventStart and EventRetry
+	Spend    Spend    // the phase's spending so far (EventSpend, EventDone)
+	Phases   []string // for EventBegin
 	Time     time.Time
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -167,9 +168,16 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	secrets = append(secrets, e.spec.SensitiveValues...)
 	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker}
+	var tees []io.Closer
+	if r.opts.PhaseOutput != nil {
+		// Teed after masking: the copies never see a secret.
+		to, te := r.opts.PhaseOutput(addr)
+		tees = append(tees, to, te)
+		job.Stdout, job.Stderr = io.MultiWriter(stdoutF, to), io.MultiWriter(stderrF, te)
+	}
 	var masks []*maskWriter
 	if len(secrets) > 0 {
-		mo, me := newMaskWriter(stdoutF, secrets), newMaskWriter(stderrF, secrets)
+		mo, me := newMaskWriter(job.Stdout, secrets), newMaskWriter(job.Stderr, secrets)
 		masks = append(masks, mo, me)
 		job.Stdout, job.Stderr = mo, me
 	}
@@ -218,6 +226,9 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	code, runErr := e.exec.Run(jctx, job)
 	for _, m := range masks {
 		_ = m.Close()
+	}
+	for _, t := range tees {
+		_ = t.Close()
 	}
 	_, saw := watcher.finish()
 	ph.sawCost = ph.sawCost || saw

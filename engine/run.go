@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,6 +38,13 @@ type RunOptions struct {
 	// RetryBackoff is the wait before a phase's first retry, doubled for
 	// each further one (default 1s, at most a minute).
 	RetryBackoff time.Duration
+	// PhaseOutput, when set, is called as each attempt of a phase's
+	// command starts: what the command writes to its stdout and stderr is
+	// copied to the two writers it returns as well as to the log files,
+	// after secrets are masked. Both are closed once the command ended.
+	// It is called from the goroutines running phases; a write to the
+	// writers should not fail (a failed write ends the copy to the logs).
+	PhaseOutput func(phase string) (stdout, stderr io.WriteCloser)
 }
 
 // RunResult summarises a finished run.
@@ -180,9 +188,11 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		Status:        RunRunning,
 		Phases:        map[string]*PhaseState{},
 	}
+	var selected []string
 	for _, p := range e.spec.Phases {
 		if sel.has(p.Addr) {
 			st.Phases[p.Addr] = &PhaseState{Status: StatusPending, Params: e.stateParams(p)}
+			selected = append(selected, p.Addr)
 		}
 	}
 	r.state, err = newStateFile(e.ws.StatePath(runID), st, 250*time.Millisecond)
@@ -190,6 +200,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	r.ledger = spentBefore
+	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
 
 	// Phases outside an --only selection are satisfied from the workspace
 	// or the cache before anything starts.

@@ -21,6 +21,9 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata and th
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,7 +35,7 @@ type runOptions struct {
 	Jobs      int
 	KeepGoing bool
 	DryRun    bool
-	JSON      bool
+	progressOptions
 }
 
 func (o *runOptions) AddFlags(f *pflag.FlagSet) {
@@ -46,7 +43,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVarP(&o.Jobs, "jobs", "j", 0, "run up to `N` phases at once (default: the spec's concurrency, else the number of CPUs)")
 	f.BoolVar(&o.KeepGoing, "keep-going", false, "keep running independent phases after a phase failed")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show what would run, like plan, and run nothing")
-	f.BoolVar(&o.JSON, "json", false, "print progress as JSON lines, one event per line")
+	o.progressOptions.AddFlags(f)
 }
 
 func newRunCommand(g *globals) *cobra.Command {
@@ -71,34 +68,41 @@ cairn resume continues a stopped or failed run.`,
 				Vars:      g.Vars,
 				VarFiles:  g.VarFiles,
 			}
-			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req}, opts.JSON, cmd.OutOrStdout())
+			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req}, opts.progressOptions, cmd.OutOrStdout())
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	return cmd
 }
 
-func runRun(ctx context.Context, g *globals, ro engine.RunOptions, asJSON bool, out io.Writer) error {
-	var rep engine.Reporter = &lineReporter{w: out}
-	if asJSON {
-		rep = &jsonReporter{enc: json.NewEncoder(out)}
+func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOptions, out io.Writer) error {
+	if err := po.check(); err != nil {
+		return err
 	}
-	s, eng, err := g.openEngine(rep)
+	view := newProgressView(po, out)
+	var res *engine.RunResult
+	// The view is closed however the run ends, so that a terminal is left
+	// with its cursor shown and no half-drawn line.
+	defer func() { view.close(res) }()
+	s, eng, err := g.openEngine(view)
 	if err != nil {
 		return err
 	}
+	// Warnings written to stderr (the cache's, the remote's) print above
+	// a live display rather than through it.
+	stderr := g.stderr
+	g.stderr = view.above(stderr)
+	defer func() { g.stderr = stderr }()
 	// Values of sensitive variables are not written to state.json: a
 	// resumed run needs them given again.
 	ro.Vars = dropSensitive(ro.Vars, s.SensitiveVars)
 	ro.Stop = g.graceful()
-	res, err := eng.Run(ctx, ro)
+	if po.Verbose {
+		ro.PhaseOutput = view.phaseOutput
+	}
+	res, err = eng.Run(ctx, ro)
 	if res == nil {
 		return err
-	}
-	if asJSON {
-		rep.(*jsonReporter).summary(res)
-	} else {
-		fmt.Fprintln(out, summaryLine(res))
 	}
 	if err != nil {
 		return err
@@ -130,14 +134,6 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, asJSON bool, 
 	return nil
 }
 
-func fmtSpend(s engine.Spend) string {
-	out := "cost " + engine.FormatCost(s.Cost)
-	if s.Iterations > 0 {
-		out += fmt.Sprintf(", %d iterations", s.Iterations)
-	}
-	return out
-}
-
 // summaryLine is the closing line of a run.
 func summaryLine(res *engine.RunResult) string {
 	c := res.Counts
@@ -156,134 +152,6 @@ func summaryLine(res *engine.RunResult) string {
 		line += "; spent " + fmtSpend(res.Spent)
 	}
 	return line
-}
-
-// lineReporter prints one line per phase event: plain text for pipes, logs
-// and CI.
-type lineReporter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (r *lineReporter) Report(ev engine.Event) {
-	var line string
-	switch ev.Kind {
-	case engine.EventStart:
-		line = fmt.Sprintf("%s: running", ev.Phase)
-		if ev.Attempt > 1 {
-			line = fmt.Sprintf("%s: running attempt %d", ev.Phase, ev.Attempt)
-		}
-		if len(ev.Reasons) > 0 {
-			line += " (" + strings.Join(ev.Reasons, "; ") + ")"
-		}
-	case engine.EventWarning:
-		line = "warning: " + ev.Message
-	case engine.EventRetry:
-		line = fmt.Sprintf("%s: %s", ev.Phase, ev.Message)
-	case engine.EventSpend:
-		return
-	case engine.EventStopping:
-		switch ev.Message {
-		case engine.StopBudget:
-			line = "stopping: the run budget is spent; no new phase starts, running phases finish"
-		case engine.StopRequest:
-			line = "stopping (cairn stop): no new phase starts, running phases finish"
-		default:
-			line = "stopping: no new phase starts, running phases finish and are cached (Ctrl-C again to terminate them)"
-		}
-	case engine.EventDone:
-		switch ev.Status {
-		case engine.StatusSucceeded:
-			line = fmt.Sprintf("%s: ran in %s", ev.Phase, fmtDuration(ev.Duration))
-			if ev.Spend != (engine.Spend{}) {
-				line += ", spent " + fmtSpend(ev.Spend)
-			}
-		case engine.StatusCached:
-			line = fmt.Sprintf("%s: cached", ev.Phase)
-		case engine.StatusRestored:
-			line = fmt.Sprintf("%s: restored", ev.Phase)
-		case engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget:
-			line = fmt.Sprintf("%s: %s after %s: %v", ev.Phase, strings.ReplaceAll(ev.Status, "_", " "), fmtDuration(ev.Duration), ev.Err)
-		default:
-			line = fmt.Sprintf("%s: %s", ev.Phase, ev.Status)
-			if len(ev.Reasons) > 0 {
-				line += " (" + strings.Join(ev.Reasons, "; ") + ")"
-			}
-		}
-	}
-	r.mu.Lock()
-	fmt.Fprintln(r.w, line)
-	r.mu.Unlock()
-}
-
-func fmtDuration(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < time.Minute:
-		return fmt.Sprintf("%.1fs", d.Seconds())
-	default:
-		return d.Round(time.Second).String()
-	}
-}
-
-// jsonReporter prints one JSON object per event, for machines.
-type jsonReporter struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-}
-
-type jsonEvent struct {
-	Time       time.Time `json:"time"`
-	Event      string    `json:"event"`
-	Phase      string    `json:"phase,omitempty"`
-	Status     string    `json:"status,omitempty"`
-	Reasons    []string  `json:"reasons,omitempty"`
-	DurationMS int64     `json:"duration_ms,omitempty"`
-	Attempt    int       `json:"attempt,omitempty"`
-	Cost       float64   `json:"cost,omitempty"`
-	Iterations int64     `json:"iterations,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	Message    string    `json:"message,omitempty"`
-}
-
-var eventNames = map[engine.EventKind]string{
-	engine.EventStart:    "start",
-	engine.EventDone:     "done",
-	engine.EventWarning:  "warning",
-	engine.EventStopping: "stopping",
-	engine.EventRetry:    "retry",
-	engine.EventSpend:    "spend",
-}
-
-func (r *jsonReporter) Report(ev engine.Event) {
-	je := jsonEvent{
-		Time: ev.Time.UTC(), Event: eventNames[ev.Kind], Phase: ev.Phase, Status: ev.Status, Reasons: ev.Reasons,
-		DurationMS: ev.Duration.Milliseconds(), Attempt: ev.Attempt, Cost: ev.Spend.Cost, Iterations: ev.Spend.Iterations,
-		Message: ev.Message,
-	}
-	if ev.Err != nil {
-		je.Error = ev.Err.Error()
-	}
-	r.mu.Lock()
-	_ = r.enc.Encode(je)
-	r.mu.Unlock()
-}
-
-func (r *jsonReporter) summary(res *engine.RunResult) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	_ = r.enc.Encode(struct {
-		Time       time.Time      `json:"time"`
-		Event      string         `json:"event"`
-		RunID      string         `json:"run_id"`
-		Status     string         `json:"status"`
-		StopReason string         `json:"stop_reason,omitempty"`
-		Counts     map[string]int `json:"counts"`
-		Cost       float64        `json:"cost"`
-		Iterations int64          `json:"iterations"`
-		DurationMS int64          `json:"duration_ms"`
-	}{time.Now().UTC(), "summary", res.RunID, res.Status, res.StopReason, res.Counts, res.Spent.Cost, res.Spent.Iterations, res.Duration.Milliseconds()})
 }
 
 // plural renders "1 phase", "2 phases".

@@ -64,7 +64,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func newResumeCommand(g *globals) *cobra.Command {
-	var asJSON bool
+	var prog progressOptions
 	var jobs int
 	cmd := &cobra.Command{
 		Use:   "resume [RUN]",
@@ -76,6 +76,9 @@ resumed run spent. -var given here overrides the recorded values; edit the
 spec to raise a budget.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := prog.check(); err != nil {
+				return err
+			}
 			ws, err := g.workspace()
 			if err != nil {
 				return err
@@ -103,10 +106,10 @@ spec to raise a budget.`,
 			if jobs > 0 {
 				req.Jobs = jobs
 			}
-			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, asJSON, cmd.OutOrStdout())
+			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, prog, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print progress as JSON lines")
+	prog.AddFlags(cmd.Flags())
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "run up to `N` phases at once (default: as the resumed run)")
 	return cmd
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/pflag"
+
+	"github.com/cairn-run/cairn/engine"
+)
+
+// progressOptions are the output flags run and resume share.
+type progressOptions struct {
+	JSON    bool
+	Quiet   bool
+	Verbose bool
+}
+
+func (o *progressOptions) AddFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.JSON, "json", false, "print progress as JSON lines, one event per line")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only errors, warnings and the closing line")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print what phases write, each line prefixed with [PHASE]")
+}
+
+func (o *progressOptions) check() error {
+	switch {
+	case o.Quiet && o.Verbose:
+		return usageError{fmt.Errorf("-q and -v cannot be used together")}
+	case o.JSON && (o.Quiet || o.Verbose):
+		return usageError{fmt.Errorf("--json cannot be used with -q or -v")}
+	}
+	return nil
+}
+
+// progressView shows one run's progress: plain lines, JSON lines or a live
+// terminal display. Report is called from the engine's goroutines.
+type progressView interface {
+	engine.Reporter
+	// phaseOutput returns the writers a phase's output is copied to
+	// with -v (engine.RunOptions.PhaseOutput).
+	phaseOutput(phase string) (stdout, stderr io.WriteCloser)
+	// above wraps w (stderr) so that what is written to it while the
+	// view is live appears above the live display, not through it.
+	above(w io.Writer) io.Writer
+	// close ends the view; with res (nil when the run did not start) it
+	// prints the run's summary and closing line.
+	close(res *engine.RunResult)
+}
+
+// newProgressView picks the view for out: JSON with --json, the live
+// display on a terminal (unless -q or TERM=dumb), plain lines otherwise.
+func newProgressView(o progressOptions, out io.Writer) progressView {
+	if o.JSON {
+		return newJSONView(out)
+	}
+	if f, ok := out.(*os.File); ok && !o.Quiet && isTerminal(f) {
+		return newTermView(f, os.Getenv("NO_COLOR") == "")
+	}
+	return &plainView{w: out, quiet: o.Quiet, spend: spendTracker{}}
+}
+
+func isTerminal(f *os.File) bool {
+	return isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
+}
+
+// plainView prints one line per event: for pipes, logs and CI.
+type plainView struct {
+	mu    sync.Mutex
+	w     io.Writer
+	quiet bool
+	spend spendTracker
+}
+
+var _ progressView = (*plainView)(nil)
+
+func (v *plainView) Report(ev engine.Event) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.spend.fill(&ev)
+	if v.quiet && !alarming(ev) {
+		return
+	}
+	if line, ok := eventLine(ev); ok {
+		fmt.Fprintln(v.w, line)
+	}
+}
+
+func (v *plainView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
+	emit := func(line string) {
+		v.mu.Lock()
+		fmt.Fprintln(v.w, line)
+		v.mu.Unlock()
+	}
+	return newPrefixWriter("["+phase+"] ", emit), newPrefixWriter("["+phase+"] ", emit)
+}
+
+func (v *plainView) above(w io.Writer) io.Writer { return w }
+
+func (v *plainView) close(res *engine.RunResult) {
+	if res == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintln(v.w, summaryLine(res))
+}
+
+// alarming reports whether -q still prints ev: warnings and phases that
+// failed.
+func alarming(ev engine.Event) bool {
+	switch ev.Kind {
+	case engine.EventWarning:
+		return true
+	case engine.EventDone:
+		return failedStatus(ev.Status)
+	}
+	return false
+}
+
+func failedStatus(s string) bool {
+	return s == engine.StatusFailed || s == engine.StatusTimedOut || s == engine.StatusOverBudget
+}
+
+// spendTracker remembers each running phase's reported spending, which
+// the engine's EventDone does not repeat.
+type spendTracker map[string]engine.Spend
+
+func (t spendTracker) fill(ev *engine.Event) {
+	switch ev.Kind {
+	case engine.EventSpend:
+		t[ev.Phase] = ev.Spend
+	case engine.EventDone:
+		if ev.Spend == (engine.Spend{}) {
+			ev.Spend = t[ev.Phase]
+		}
+		delete(t, ev.Phase)
+	}
+}
+
+// eventLine is the plain text of an event; ok is false for events that
+// print nothing.
+func eventLine(ev engine.Event) (line string, ok bool) {
+	switch ev.Kind {
+	case engine.EventStart:
+		line = fmt.Sprintf("%s: running", ev.Phase)
+		if ev.Attempt > 1 {
+			line = fmt.Sprintf("%s: running attempt %d", ev.Phase, ev.Attempt)
+		}
+		if len(ev.Reasons) > 0 {
+			line += " (" + strings.Join(ev.Reasons, "; ") + ")"
+		}
+	case engine.EventWarning:
+		line = "warning: " + ev.Message
+	case engine.EventRetry:
+		line = fmt.Sprintf("%s: %s", ev.Phase, ev.Message)
+	case engine.EventSpend, engine.EventBegin:
+		return "", false
+	case engine.EventStopping:
+		line = stoppingLine(ev.Message)
+	case engine.EventDone:
+		line = doneLine(ev)
+	default:
+		return "", false
+	}
+	return line, true
+}
+
+func stoppingLine(reason string) string {
+	switch reason {
+	case engine.StopBudget:
+		return "stopping: the run budget is spent; no new phase starts, running phases finish"
+	case engine.StopRequest:
+		return "stopping (cairn stop): no new phase starts, running phases finish"
+	default:
+		return "stopping: no new phase starts, running phases finish and are cached (Ctrl-C again to terminate them)"
+	}
+}
+
+// doneLine is the line of a phase that reached its final status.
+func doneLine(ev engine.Event) string {
+	switch ev.Status {
+	case engine.StatusSucceeded:
+		line := fmt.Sprintf("%s: ran in %s", ev.Phase, fmtDuration(ev.Duration))
+		if ev.Spend != (engine.Spend{}) {
+			line += ", spent " + fmtSpend(ev.Spend)
+		}
+		return line
+	case engine.StatusCached:
+		return fmt.Sprintf("%s: cached", ev.Phase)
+	case engine.StatusRestored:
+		return fmt.Sprintf("%s: restored", ev.Phase)
+	case engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget:
+		return fmt.Sprintf("%s: %s after %s: %v", ev.Phase, strings.ReplaceAll(ev.Status, "_", " "), fmtDuration(ev.Duration), ev.Err)
+	default:
+		line := fmt.Sprintf("%s: %s", ev.Phase, ev.Status)
+		if len(ev.Reasons) > 0 {
+			line += " (" + strings.Join(ev.Reasons, "; ") + ")"
+		}
+		return line
+	}
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+func fmtSpend(s engine.Spend) string {
+	out := "cost " + engine.FormatCost(s.Cost)
+	if s.Iterations > 0 {
+		out += fmt.Sprintf(", %d iterations", s.Iterations)
+	}
+	return out
+}
+
+// prefixWriter passes what it is given on as whole lines, each with a
+// prefix; Close passes on an unfinished last line. Writes never fail.
+type prefixWriter struct {
+	prefix string
+	emit   func(line string)
+	buf    []byte
+}
+
+// maxLine bounds a line held back while waiting for its newline.
+const maxLine = 64 << 10
+
+func newPrefixWriter(prefix string, emit func(string)) *prefixWriter {
+	return &prefixWriter{prefix: prefix, emit: emit}
+}
+
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(w.prefix + strings.TrimSuffix(string(w.buf[:i]), "\r"))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > maxLine {
+		w.emit(w.prefix + string(w.buf))
+		w.buf = nil
+	}
+	if len(w.buf) == 0 {
+		w.buf = nil
+	}
+	return len(p), nil
+}
+
+func (w *prefixWriter) Close() error {
+	if len(w.buf) > 0 {
+		w.emit(w.prefix + string(w.buf))
+		w.buf = nil
+	}
+	return nil
+}
