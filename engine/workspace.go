@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/gofrs/flock"
 )
@@ -102,26 +104,52 @@ func (w *Workspace) TryLock(runID string) (*Lock, error) {
 		return nil, err
 	}
 	path := filepath.Join(w.StateDir(), "lock")
-	fl := flock.New(path)
-	ok, err := fl.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
 	infoPath := filepath.Join(w.StateDir(), "lock.json")
-	if !ok {
+	host, _ := os.Hostname()
+	fl := flock.New(path)
+	// A run killed with SIGKILL while it was starting a phase can leave
+	// the lock held for a moment by the half-started child, which shares
+	// the open lock file until its exec closes it. When the recorded
+	// holder is a process of this machine that is gone, wait a little for
+	// that to pass instead of refusing.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		ok, err := fl.TryLock()
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		if ok {
+			break
+		}
 		le := &LockedError{Path: path}
 		if b, err := os.ReadFile(infoPath); err == nil {
 			_ = json.Unmarshal(b, &le.Holder)
 		}
-		return nil, le
+		if !holderGone(le.Holder, host) || time.Now().After(deadline) {
+			return nil, le
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	host, _ := os.Hostname()
 	b, _ := json.Marshal(LockInfo{PID: os.Getpid(), RunID: runID, Host: host})
 	if err := writeFileAtomic(infoPath, b, 0o644, false); err != nil {
 		_ = fl.Unlock()
 		return nil, err
 	}
 	return &Lock{fl: fl, info: infoPath}, nil
+}
+
+// holderGone reports whether the recorded lock holder was a process of
+// this host that no longer exists.
+func holderGone(h LockInfo, host string) bool {
+	if h.PID <= 0 || h.Host != host || h.PID == os.Getpid() {
+		return false
+	}
+	p, err := os.FindProcess(h.PID)
+	if err != nil {
+		return true
+	}
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
 // Unlock releases the lock.
