@@ -55,10 +55,12 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	}
 	sort.Strings(s.SensitiveVars)
 
-	locals, localDiags := evalLocals(localBlocks, vars, s.Dir, opts.LookupEnv)
+	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads}
+	locals, localDiags := evalLocals(localBlocks, base)
 	diags = append(diags, localDiags...)
 
-	scope := &scope{vars: vars, locals: locals, dir: s.Dir, lookupEnv: opts.LookupEnv}
+	scope := &base
+	scope.locals = locals
 
 	if len(expBlocks) > 1 {
 		diags = append(diags, &hcl.Diagnostic{
@@ -93,6 +95,9 @@ type scope struct {
 	// use, while a phase is evaluated, records the files and environment
 	// variables its expressions read through file() and env().
 	use *usage
+	// reads, when not nil, records every file read by file() for the
+	// spec memo (whatever scope it is read in).
+	reads *readLog
 }
 
 // usage is what a phase's expressions read through file() and env().

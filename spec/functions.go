@@ -34,6 +34,7 @@ func (sc *scope) fileFunc() function.Function {
 			if sc.use != nil {
 				sc.use.files = append(sc.use.files, cleanRelPath(rel))
 			}
+			sc.reads.file(p, b)
 			return cty.StringVal(string(b)), nil
 		},
 	})

@@ -12,7 +12,7 @@ import (
 // evalLocals evaluates every locals block. A local may refer to variables
 // and to other locals in any order; locals that refer to each other in a
 // loop are an error naming the loop's members.
-func evalLocals(blocks []*hcl.Block, vars map[string]cty.Value, dir string, lookupEnv func(string) (string, bool)) (map[string]cty.Value, hcl.Diagnostics) {
+func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	attrs := map[string]*hcl.Attribute{}
 	for _, b := range blocks {
@@ -78,7 +78,8 @@ func evalLocals(blocks []*hcl.Block, vars map[string]cty.Value, dir string, look
 			if !ready {
 				continue
 			}
-			sc := &scope{vars: vars, locals: values, dir: dir, lookupEnv: lookupEnv}
+			sc := base
+			sc.locals = values
 			v, d := attrs[name].Expr.Value(sc.evalContext(nil))
 			diags = append(diags, d...)
 			if d.HasErrors() {

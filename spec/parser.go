@@ -29,6 +29,10 @@ type Options struct {
 	// LookupEnv reads CAIRN_VAR_NAME values; nil means no environment
 	// (os.LookupEnv in the CLI).
 	LookupEnv func(string) (string, bool)
+
+	// reads records what evaluation read from outside the spec, for the
+	// spec memo.
+	reads *readLog
 }
 
 // VarValue is one NAME=VALUE assignment from the command line, or one

@@ -251,7 +251,10 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
 	}
 	g.parser = spec.NewParser()
-	s, diags := g.parser.LoadFile(g.File, opts)
+	// The memo lives in the workspace's state directory, beside the spec;
+	// it is written only where that directory already exists.
+	memo := spec.MemoPath(filepath.Join(filepath.Dir(g.File), engine.StateDirName), g.File)
+	s, diags, _ := g.parser.LoadFileMemo(g.File, opts, memo)
 	if diags.HasErrors() {
 		return nil, &diagError{diags: diags, files: g.parser.Files()}
 	}

@@ -1,0 +1,243 @@
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/tools/txtar"
+)
+
+// memoFixture writes a spec (and the files it reads) into a fresh
+// workspace with a state directory, and returns the spec's path and the
+// memo's.
+func memoFixture(t *testing.T, src string, files map[string]string) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "experiment.hcl")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(dir, ".cairn")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path, MemoPath(state, path)
+}
+
+// sameSpec compares two models, the graph by its edges and order.
+func sameSpec(t *testing.T, want, got *Spec) {
+	t.Helper()
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Spec{}), cmpopts.IgnoreFields(Spec{}, "Graph"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("memoised spec differs (-parsed +memo):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.Graph.Edges(), got.Graph.Edges(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("memoised graph differs (-parsed +memo):\n%s", diff)
+	}
+	for _, p := range want.Phases {
+		if got.Phase(p.Addr) == nil {
+			t.Errorf("memoised spec has no phase %s", p.Addr)
+		}
+	}
+	wo, _ := want.Graph.TopoOrder()
+	gotO, _ := got.Graph.TopoOrder()
+	if diff := cmp.Diff(wo, gotO); diff != "" {
+		t.Errorf("memoised order differs:\n%s", diff)
+	}
+}
+
+// TestMemoRoundTrip: for every decode and valid fixture, the model from
+// the memo equals the parsed one, and the second load is a hit.
+func TestMemoRoundTrip(t *testing.T) {
+	var cases []struct {
+		name string
+		src  []byte
+		vars []VarValue
+	}
+	decode, _ := filepath.Glob("testdata/decode/*.txtar")
+	for _, f := range decode {
+		ar, err := txtar.ParseFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := struct {
+			name string
+			src  []byte
+			vars []VarValue
+		}{name: filepath.Base(f)}
+		for _, file := range ar.Files {
+			if file.Name == "spec.hcl" {
+				c.src = file.Data
+			}
+		}
+		cases = append(cases, c)
+	}
+	valid, _ := filepath.Glob("testdata/valid/*.hcl")
+	for _, f := range valid {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, struct {
+			name string
+			src  []byte
+			vars []VarValue
+		}{name: filepath.Base(f), src: b})
+	}
+	if len(cases) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path, memo := memoFixture(t, string(c.src), nil)
+			opts := Options{Vars: c.vars, LookupEnv: func(string) (string, bool) { return "", false }}
+			parsed, diags := NewParser().LoadFile(path, opts)
+			if diags.HasErrors() {
+				t.Skipf("fixture needs more than a bare workspace: %s", diags.Error())
+			}
+			first, _, hit := NewParser().LoadFileMemo(path, opts, memo)
+			if hit {
+				t.Fatal("first load was a memo hit")
+			}
+			if len(parsed.SensitiveVars) > 0 || len(diags) > 0 {
+				if _, err := os.Stat(memo); err == nil {
+					t.Fatal("a spec with sensitive variables or warnings was memoised")
+				}
+				return
+			}
+			sameSpec(t, parsed, first)
+			second, diags, hit := NewParser().LoadFileMemo(path, opts, memo)
+			if !hit {
+				t.Fatal("second load was not a memo hit")
+			}
+			if len(diags) > 0 {
+				t.Fatalf("memo hit with diagnostics: %s", diags.Error())
+			}
+			sameSpec(t, parsed, second)
+		})
+	}
+}
+
+// TestMemoInvalidation: a change to anything evaluation depended on
+// makes the memo miss, and the fresh model reflects the change.
+func TestMemoInvalidation(t *testing.T) {
+	const src = `
+variable "n" {
+  type    = number
+  default = 1
+}
+
+phase "a" {
+  command = "echo ${var.n} ${file("prompt.txt")} ${env("MODEL")} > out.txt"
+  outputs = ["out.txt"]
+}
+`
+	env := map[string]string{"MODEL": "m1"}
+	look := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	path, memo := memoFixture(t, src, map[string]string{"prompt.txt": "hello"})
+	load := func() (*Spec, bool) {
+		t.Helper()
+		s, diags, hit := NewParser().LoadFileMemo(path, Options{LookupEnv: look}, memo)
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		return s, hit
+	}
+	command := func(s *Spec) string { return s.Phase("a").Command[2] }
+	if _, hit := load(); hit {
+		t.Fatal("first load hit")
+	}
+	if s, hit := load(); !hit || command(s) != "echo 1 hello m1 > out.txt" {
+		t.Fatalf("unchanged: hit %v, command %q", hit, command(s))
+	}
+	steps := []struct {
+		name   string
+		change func()
+		want   string
+	}{
+		{"file() content", func() { os.WriteFile(filepath.Join(filepath.Dir(path), "prompt.txt"), []byte("bye"), 0o644) }, "echo 1 bye m1 > out.txt"},
+		{"env() value", func() { env["MODEL"] = "m2" }, "echo 1 bye m2 > out.txt"},
+		{"CAIRN_VAR_n", func() { env["CAIRN_VAR_n"] = "7" }, "echo 7 bye m2 > out.txt"},
+		{"env() unset", func() { delete(env, "MODEL") }, "echo 7 bye  > out.txt"},
+		{"spec bytes", func() {
+			os.WriteFile(path, []byte(src+"\n# a comment\n"), 0o644)
+		}, "echo 7 bye  > out.txt"},
+	}
+	for _, st := range steps {
+		st.change()
+		s, hit := load()
+		if hit {
+			t.Errorf("%s: changed, but the memo was used", st.name)
+		}
+		if command(s) != st.want {
+			t.Errorf("%s: command %q, want %q", st.name, command(s), st.want)
+		}
+		if s, hit := load(); !hit || command(s) != st.want {
+			t.Errorf("%s: reload: hit %v, command %q", st.name, hit, command(s))
+		}
+	}
+	// -var values are part of the key.
+	s, diags, hit := NewParser().LoadFileMemo(path, Options{LookupEnv: look, Vars: []VarValue{{Name: "n", Value: "9"}}}, memo)
+	if diags.HasErrors() || hit || command(s) != "echo 9 bye  > out.txt" {
+		t.Errorf("-var n=9: hit %v, command %q, %v", hit, command(s), diags)
+	}
+}
+
+// TestMemoNeverHoldsSensitiveValues: a spec with a sensitive variable is
+// not memoised, so its value never reaches the disk.
+func TestMemoNeverHoldsSensitiveValues(t *testing.T) {
+	const src = `
+variable "token" {
+  type      = string
+  default   = "canary-5f1e"
+  sensitive = true
+}
+
+phase "a" {
+  command = "echo ${var.token} > out.txt"
+  outputs = ["out.txt"]
+}
+`
+	path, memo := memoFixture(t, src, nil)
+	for i := 0; i < 2; i++ {
+		_, diags, hit := NewParser().LoadFileMemo(path, Options{}, memo)
+		if diags.HasErrors() || hit {
+			t.Fatalf("load %d: hit %v, %v", i, hit, diags)
+		}
+	}
+	if _, err := os.Stat(memo); err == nil {
+		t.Fatal("a spec with a sensitive variable was memoised")
+	}
+}
+
+// FuzzDecodeMemo: a damaged memo file is an error or a valid model,
+// never a panic.
+func FuzzDecodeMemo(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("garbage"))
+	dir := f.TempDir()
+	path := filepath.Join(dir, "experiment.hcl")
+	os.WriteFile(path, []byte("phase \"a\" {\n  command = \"true\"\n}\nphase \"b\" {\n  command = \"true\"\n  depends_on = [phase.a]\n}\n"), 0o644)
+	os.Mkdir(filepath.Join(dir, ".cairn"), 0o755)
+	memo := MemoPath(filepath.Join(dir, ".cairn"), path)
+	if _, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo); diags.HasErrors() {
+		f.Fatal(diags.Error())
+	}
+	if b, err := os.ReadFile(memo); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rec, err := decodeMemo(b)
+		if err != nil {
+			return
+		}
+		_ = rec.spec()
+	})
+}
