@@ -69,6 +69,9 @@ func newTermView(f *os.File, color bool) *termView {
 		if err != nil || w <= 0 {
 			return 80, 24
 		}
+		if h <= 0 {
+			h = 24 // a pty whose size was never set (script, some CI runners)
+		}
 		return w, h
 	})
 	v.minGap = refresh / 3
