@@ -90,7 +90,7 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	err = startOnLockedThread(cmd)
 	out.started()
 	if err != nil {
