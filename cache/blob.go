@@ -38,7 +38,7 @@ func (c *Dir) PutFile(path string) (Digest, int64, error) {
 	}
 	d, n, err := c.put(f, want, Digest{})
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, NoSpace(err, c.root))
 	}
 	return d, n, nil
 }
@@ -48,7 +48,7 @@ func (c *Dir) PutFile(path string) (Digest, int64, error) {
 func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
 	d, n, err := c.put(r, -1, Digest{})
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put: %w", err)
+		return Digest{}, 0, fmt.Errorf("cache put: %w", NoSpace(err, c.root))
 	}
 	return d, n, nil
 }
@@ -63,7 +63,7 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 	}
 	got, _, err := c.put(bytes.NewReader(b), int64(len(b)), Digest{})
 	if err != nil {
-		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), err)
+		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), NoSpace(err, c.root))
 	}
 	return got, nil
 }

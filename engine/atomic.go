@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // writeFileAtomic writes data to path through a temporary file in the same
@@ -12,6 +14,7 @@ import (
 // directory after it.
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) (err error) {
 	dir := filepath.Dir(path)
+	defer func() { err = cache.NoSpace(err, dir) }()
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

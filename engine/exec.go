@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -18,11 +21,12 @@ type Job struct {
 	Dir   string   // absolute working directory
 	Env   []string // complete environment, KEY=VALUE
 	// Stdout and Stderr receive the command's output. When they are
-	// *os.File the child writes to them directly.
+	// *os.File the child writes to them directly; otherwise cairn copies
+	// from a pipe.
 	Stdout, Stderr io.Writer
-	// Marker is the value of CAIRN_JOB in Env. When the job is ended
-	// early, every process carrying it is killed too, so a descendant
-	// that left the process group (setsid, a daemon) does not survive.
+	// Marker is the value of CAIRN_JOB in Env. When the job ends, every
+	// process carrying it is killed too, so a descendant that left the
+	// process group (setsid, a daemon) does not survive its phase.
 	Marker string
 }
 
@@ -35,31 +39,62 @@ type Executor interface {
 
 // LocalExecutor runs a job as a child process in its own process group,
 // so a terminal's Ctrl-C reaches cairn alone and cairn decides what each
-// phase receives. When ctx ends, the whole group gets SIGTERM, and SIGKILL
-// after Grace. When the command exits, whatever it left running in its
-// group is killed, so no descendant outlives the phase or holds its pipes.
+// phase receives. When ctx ends, the whole group gets one SIGTERM, and
+// SIGKILL after Grace (or at once when Kill is closed). When the command
+// exits, whatever it left running is killed: its process group, and the
+// processes that carry the job's marker but left the group. So no
+// descendant outlives the phase, and none keeps cairn waiting on a pipe.
+//
+// The child gets SIGKILL if cairn dies (Pdeathsig); descendants it started
+// are killed by the next run in the workspace (see recoverStaleRun).
 type LocalExecutor struct {
 	Grace time.Duration // default 5s
+	// WaitDelay bounds how long output is still copied from a pipe after
+	// the command exited and its processes were killed (default 1s). Only
+	// a process that escaped both the group and the marker (it cleared its
+	// environment) can hold a pipe that long; its later output is dropped
+	// and the log says so. The exit status is the command's.
+	WaitDelay time.Duration
+	// Kill, when closed, ends every running job with SIGKILL without
+	// waiting out the grace period (a third Ctrl-C).
+	Kill <-chan struct{}
 }
 
 var _ Executor = (*LocalExecutor)(nil)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when a phase is
+// ended early.
+const DefaultGrace = 5 * time.Second
 
 // Run implements Executor.
 func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	grace := x.Grace
 	if grace == 0 {
-		grace = 5 * time.Second
+		grace = DefaultGrace
+	}
+	waitDelay := x.WaitDelay
+	if waitDelay == 0 {
+		waitDelay = time.Second
 	}
 	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
 	cmd.Dir = job.Dir
 	cmd.Env = job.Env
-	cmd.Stdout = job.Stdout
-	cmd.Stderr = job.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// WaitDelay bounds how long Wait waits for pipes held by descendants
-	// after the child itself exited.
-	cmd.WaitDelay = grace
-	if err := cmd.Start(); err != nil {
+	// Every stream is an *os.File, so Wait returns as soon as the child
+	// exits, and cairn, not os/exec, decides how long to wait for output.
+	var out outputPipes
+	var err error
+	if cmd.Stdout, err = out.file(job.Stdout); err == nil {
+		cmd.Stderr, err = out.file(job.Stderr)
+	}
+	if err != nil {
+		out.abandon()
+		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
+	}
+	cmd.SysProcAttr = procAttr()
+	err = startOnLockedThread(cmd)
+	out.started()
+	if err != nil {
+		out.abandon()
 		return -1, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
 	pgid := cmd.Process.Pid
@@ -67,25 +102,38 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	var killedByCtx atomic.Bool
 	go func() {
 		select {
+		case <-done:
+			return
 		case <-ctx.Done():
 			killedByCtx.Store(true)
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(grace):
-				_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			}
-		case <-done:
+		case <-x.Kill:
 		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		case <-x.Kill:
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
-	err := cmd.Wait()
-	// Reap what the phase left behind in its process group.
+	err = cmd.Wait()
+	// Reap what the phase left behind: its process group, then whatever
+	// left the group but carries the job's marker.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	close(done)
-	if killedByCtx.Load() {
-		if job.Marker != "" {
-			killMarked("CAIRN_JOB=" + job.Marker)
+	if job.Marker != "" {
+		killMarked("CAIRN_JOB=" + job.Marker)
+	}
+	if !out.wait(waitDelay) {
+		out.abandon()
+		if w := job.Stderr; w != nil {
+			fmt.Fprintf(w, "\ncairn: output written more than %s after the command exited was dropped: a process outside its process group, without CAIRN_JOB in its environment, still held the output open\n", waitDelay)
 		}
+	}
+	if killedByCtx.Load() {
 		return -1, ctx.Err()
 	}
 	var ee *exec.ExitError
@@ -95,11 +143,114 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		}
 		return ee.ExitCode(), nil
 	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		return 0, nil
-	}
 	if err != nil {
 		return -1, err
 	}
 	return 0, nil
+}
+
+// outputPipes gives a child *os.File streams for a job's writers: the
+// writer itself when it is a file, else the write end of a pipe that a
+// goroutine copies to the writer. One writer given twice shares one pipe.
+type outputPipes struct {
+	pipes []*outputPipe
+}
+
+type outputPipe struct {
+	dst  io.Writer
+	r, w *os.File
+	done chan struct{}
+}
+
+func (o *outputPipes) file(w io.Writer) (*os.File, error) {
+	if w == nil {
+		return nil, nil // os/exec gives the child /dev/null
+	}
+	if f, ok := w.(*os.File); ok {
+		return f, nil
+	}
+	for _, p := range o.pipes {
+		if p.dst == w {
+			return p.w, nil
+		}
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &outputPipe{dst: w, r: r, w: pw, done: make(chan struct{})}
+	o.pipes = append(o.pipes, p)
+	go func() {
+		defer close(p.done)
+		// A failing writer must not block the child: drain the rest.
+		if _, err := io.Copy(w, r); err != nil {
+			_, _ = io.Copy(io.Discard, r)
+		}
+	}()
+	return pw, nil
+}
+
+// started closes cairn's copies of the write ends: only the child's
+// processes hold them now, so the copies end when those are gone.
+func (o *outputPipes) started() {
+	for _, p := range o.pipes {
+		p.w.Close()
+	}
+}
+
+// wait waits up to d for every copy to reach the end of its pipe.
+func (o *outputPipes) wait(d time.Duration) bool {
+	if len(o.pipes) == 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, p := range o.pipes {
+		select {
+		case <-p.done:
+		case <-t.C:
+			return false
+		}
+	}
+	return true
+}
+
+// abandon closes the read ends, ending the copies, and waits for them.
+func (o *outputPipes) abandon() {
+	for _, p := range o.pipes {
+		p.w.Close()
+		p.r.Close()
+	}
+	for _, p := range o.pipes {
+		<-p.done
+	}
+}
+
+// startOnLockedThread starts cmd from one OS thread that never exits.
+// Pdeathsig is delivered when the thread that forked the child ends, not
+// the process (go.dev/issue/27505): forked from an arbitrary thread, a
+// phase would be killed if the Go runtime ever retired that thread.
+func startOnLockedThread(cmd *exec.Cmd) error {
+	starter.once.Do(func() {
+		starter.reqs = make(chan startReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread lives as long as cairn
+			for r := range starter.reqs {
+				r.err <- r.cmd.Start()
+			}
+		}()
+	})
+	req := startReq{cmd: cmd, err: make(chan error, 1)}
+	starter.reqs <- req
+	return <-req.err
+}
+
+var starter struct {
+	once sync.Once
+	reqs chan startReq
+}
+
+type startReq struct {
+	cmd *exec.Cmd
+	err chan error
 }

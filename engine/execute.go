@@ -259,10 +259,10 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		}
 	}
 	if runErr != nil {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr}}
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}
 	}
 	if code != 0 {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20)}}
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
 	}
 	if overMsg == "" {
 		if msg := overBudget(p.Budget, ph.spent); msg != "" {
@@ -271,6 +271,18 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		}
 	}
 	return attemptResult{status: StatusSucceeded}
+}
+
+// fullDiskNote explains a failed phase whose workspace filesystem is
+// (nearly) full, where its log is too and may have lost the phase's own
+// error message; otherwise it returns "".
+func (e *Engine) fullDiskNote() string {
+	free := cache.FreeSpace(e.ws.Root)
+	if free < 0 || free >= 1<<20 {
+		return ""
+	}
+	return fmt.Sprintf("the workspace's filesystem is full (%s free on %s), which may be why: free space there, then run cairn resume",
+		cache.FormatBytes(free), e.ws.Root)
 }
 
 // overBudget says how spent exceeds b, or returns "".
@@ -292,7 +304,12 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	relErr := e.ws.Rel(ph.stderr)
 	tree, err := e.collectOutputs(p)
 	if err != nil {
-		return r.fail(p.Addr, began, &PhaseError{Phase: p.Addr, Err: err, Log: relErr})
+		perr := &PhaseError{Phase: p.Addr, Err: err, Log: relErr}
+		var ns *cache.NoSpaceError
+		if errors.As(err, &ns) {
+			perr.Note = "the cache is full: make room (cairn cache gc --max-size SIZE) or use a cache on a bigger disk (--cache-dir, CAIRN_CACHE_DIR), then run cairn resume"
+		}
+		return r.fail(p.Addr, began, perr)
 	}
 	ph.metrics = e.readMetrics(p)
 	if p.Budget.MaxCost != nil && !ph.sawCost {

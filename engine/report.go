@@ -133,6 +133,10 @@ func (w *reportWatcher) finish() (Spend, bool) {
 	return w.total, w.sawCost
 }
 
+// poll reads what was appended since the last poll, at most 1 MiB of it
+// so that a runaway writer cannot make cairn hold its whole report in
+// memory. The final poll reads to the end, 1 MiB at a time: the phase is
+// over and every line it wrote counts.
 func (w *reportWatcher) poll(final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -144,9 +148,17 @@ func (w *reportWatcher) poll(final bool) {
 	if _, err := f.Seek(w.off, io.SeekStart); err != nil {
 		return
 	}
-	// Read at most 1 MiB per poll so that a runaway writer cannot make
-	// cairn hold its whole report in memory.
-	buf, _ := io.ReadAll(io.LimitReader(f, 1<<20))
+	for !w.readChunk(f, final) && final {
+	}
+}
+
+// readChunk takes the lines in up to 1 MiB read from f and reports
+// whether it reached the end of f. At the end of the final poll, a last
+// line without a newline counts too.
+func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
+	const chunk = 1 << 20
+	buf, _ := io.ReadAll(io.LimitReader(f, chunk))
+	eof = len(buf) < chunk
 	w.off += int64(len(buf))
 	data := append(w.partial, buf...)
 	changed := false
@@ -158,7 +170,7 @@ func (w *reportWatcher) poll(final bool) {
 		changed = w.take(data[:i]) || changed
 		data = data[i+1:]
 	}
-	if final && len(bytes.TrimSpace(data)) > 0 {
+	if final && eof && len(bytes.TrimSpace(data)) > 0 {
 		changed = w.take(data) || changed
 		data = nil
 	}
@@ -172,6 +184,7 @@ func (w *reportWatcher) poll(final bool) {
 	if changed && w.onChange != nil {
 		w.onChange(w.total)
 	}
+	return eof
 }
 
 func (w *reportWatcher) take(line []byte) bool {

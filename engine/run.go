@@ -75,6 +75,7 @@ type PhaseError struct {
 	Log      string // stderr log, relative to the workspace
 	Tail     string // last lines of stderr
 	Err      error  // set when the phase failed for another reason than its exit code
+	Note     string // what may have caused it and what to do (a full disk), or ""
 }
 
 func (e *PhaseError) Error() string {
@@ -87,6 +88,9 @@ func (e *PhaseError) Error() string {
 	}
 	if e.Log != "" {
 		msg += fmt.Sprintf(" (log: %s)", e.Log)
+	}
+	if e.Note != "" {
+		msg += "; " + e.Note
 	}
 	return msg
 }
@@ -282,7 +286,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	})
 	var errs []error
 	if err := r.state.Close(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("save the run record: %w; cairn status shows what was saved before, and cairn resume continues the run once this is fixed", err))
 	}
 	if err := e.mem.Save(); err != nil {
 		errs = append(errs, err)

@@ -54,7 +54,9 @@ func newRunCommand(g *globals) *cobra.Command {
 		Long: `Run the named phases (default: all) and what they need, skipping what is cached.
 
 The first Ctrl-C (or cairn stop from another shell) starts no new phase and
-lets running phases finish and be cached; a second Ctrl-C terminates them.
+lets running phases finish and be cached; a second Ctrl-C terminates them
+(SIGTERM to each phase's process group, SIGKILL 5 s later; a third Ctrl-C
+sends SIGKILL at once).
 cairn resume continues a stopped or failed run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.DryRun {

@@ -51,6 +51,10 @@ type globals struct {
 	// cancels the context at once.
 	stopCh         chan struct{}
 	gracefulWanted atomic.Bool
+	// killCh is closed by the signal after the one that cancelled the
+	// context: running phases get SIGKILL without waiting out their
+	// grace period.
+	killCh chan struct{}
 	// watchesCtx is set by commands that end on a cancelled context
 	// (run, resume, memo, logs); any other command is read-only or
 	// crash-safe by construction and exits at the first signal.
@@ -88,12 +92,13 @@ func (g *globals) AddFlags(f *pflag.FlagSet) {
 func Main() int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{})}
+	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	go func() {
 		n := 0
+		cancelled, killed := false, false
 		for range sigs {
 			n++
 			if n == 1 && g.gracefulWanted.Load() {
@@ -105,6 +110,16 @@ func Main() int {
 				// clean up, and they do not watch the context.
 				os.Exit(exitStopped)
 			}
+			if cancelled {
+				// Phases had SIGTERM; this one does not wait out their
+				// grace period. Later ones change nothing.
+				if !killed {
+					killed = true
+					close(g.killCh)
+				}
+				continue
+			}
+			cancelled = true
 			cancel()
 		}
 	}()
@@ -296,7 +311,7 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, engine.New(s, c, engine.Config{Reporter: rep}), nil
+	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}}), nil
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing
