@@ -58,7 +58,14 @@ type LocalExecutor struct {
 	// Kill, when closed, ends every running job with SIGKILL without
 	// waiting out the grace period (a third Ctrl-C).
 	Kill <-chan struct{}
+
+	reaper markReaper
 }
+
+// Flush waits until every process that escaped a finished job's group
+// and carries its marker has been killed. The engine calls it before a
+// run ends.
+func (x *LocalExecutor) Flush() { x.reaper.flush() }
 
 var _ Executor = (*LocalExecutor)(nil)
 
@@ -91,6 +98,7 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
 	}
 	cmd.SysProcAttr = procAttr()
+	started := time.Now()
 	err = startOnLockedThread(cmd)
 	out.started()
 	if err != nil {
@@ -125,7 +133,17 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	close(done)
 	if job.Marker != "" {
-		killMarked("CAIRN_JOB=" + job.Marker)
+		// Escapees are found by scanning /proc, which costs about as
+		// much as starting a phase: one background scan serves every
+		// job that ended since the last, off the phase's path.
+		// A short job's descendants hold pids above its own (pids
+		// wrapping around since is checked); a long one's are looked
+		// for among every process.
+		minPID := pgid
+		if time.Since(started) > 10*time.Second {
+			minPID = 0
+		}
+		x.reaper.add("CAIRN_JOB="+job.Marker, minPID)
 	}
 	if !out.wait(waitDelay) {
 		out.abandon()

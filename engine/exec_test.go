@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -344,5 +345,43 @@ func TestKillSkipsGrace(t *testing.T) {
 	}
 	if left := survivors(t, mark, time.Second); len(left) > 0 {
 		t.Errorf("survivors: %s", strings.Join(left, ", "))
+	}
+}
+
+// TestKillMarkedMinPID: the pid floor skips processes numbered below it
+// and finds those at or above it; the reaper serves queued markers and
+// flush waits for them.
+func TestKillMarkedMinPID(t *testing.T) {
+	mark := testMark(t)
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), "CAIRN_TEST_MARK="+mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	pid := cmd.Process.Pid
+	// A later process raises the floor above the marked one (pids grow
+	// until they wrap around, which killMarkedAll checks).
+	later := exec.Command("true")
+	if err := later.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if later.Process.Pid <= pid {
+		t.Skip("pids wrapped around between two starts")
+	}
+	killMarkedAll([]string{"CAIRN_TEST_MARK=" + mark}, later.Process.Pid)
+	select {
+	case err := <-waited:
+		t.Fatalf("a process below the pid floor was killed (%v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	var r markReaper
+	r.add("CAIRN_TEST_MARK="+mark, pid)
+	r.flush()
+	select {
+	case <-waited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reaper did not kill the marked process")
 	}
 }

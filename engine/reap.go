@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -48,21 +49,42 @@ func (e *Engine) recoverStaleRun() {
 // entry (such as CAIRN_RUN_ID=<run>), and waits briefly for them to go.
 // Phases always get CAIRN_RUN_ID and CAIRN_JOB, and descendants inherit
 // them even when they leave the phase's process group.
-func killMarked(entry string) {
-	marker := []byte(entry + "\x00")
+func killMarked(entry string) { killMarkedAll([]string{entry}, 0) }
+
+// killMarkedAll is killMarked for several entries in one pass over /proc.
+// With minPID > 0 (the lowest pid of the jobs whose descendants are
+// sought) it skips the environment of every process numbered below it,
+// which cannot descend from those jobs unless pids wrapped around since.
+func killMarkedAll(entries []string, minPID int) {
+	if minPID > 0 && lastPID() < minPID {
+		minPID = 0 // pids wrapped around: look at every process
+	}
+	markers := make([][]byte, len(entries))
+	for i, e := range entries {
+		markers[i] = []byte(e + "\x00")
+	}
+	marked := func(env []byte) bool {
+		env = append(env, 0)
+		for _, m := range markers {
+			if bytes.Contains(env, m) {
+				return true
+			}
+		}
+		return false
+	}
 	self := os.Getpid()
 	var pids []int
-	entries, err := os.ReadDir("/proc")
+	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return
 	}
-	for _, ent := range entries {
+	for _, ent := range procs {
 		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == self {
+		if err != nil || pid == self || pid < minPID {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(env, 0), marker) {
+		if err != nil || !marked(env) {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
@@ -83,4 +105,66 @@ func killMarked(entry string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// markReaper kills, in the background, the processes carrying the markers
+// of jobs that ended: markers queued while a scan runs are served by the
+// next one.
+type markReaper struct {
+	mu      sync.Mutex
+	pending []string
+	minPID  int // lowest pid among the pending jobs
+	running bool
+	idle    chan struct{} // closed when the current batch of scans ends
+}
+
+func (m *markReaper) add(entry string, pid int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) == 0 || pid < m.minPID {
+		m.minPID = pid
+	}
+	m.pending = append(m.pending, entry)
+	if !m.running {
+		m.running = true
+		m.idle = make(chan struct{})
+		go m.loop(m.idle)
+	}
+}
+
+func (m *markReaper) loop(idle chan struct{}) {
+	for {
+		m.mu.Lock()
+		batch, minPID := m.pending, m.minPID
+		m.pending = nil
+		if len(batch) == 0 {
+			m.running = false
+			m.mu.Unlock()
+			close(idle)
+			return
+		}
+		m.mu.Unlock()
+		killMarkedAll(batch, minPID)
+	}
+}
+
+// flush waits for the queued markers to be served.
+func (m *markReaper) flush() {
+	m.mu.Lock()
+	idle := m.idle
+	running := m.running
+	m.mu.Unlock()
+	if running {
+		<-idle
+	}
+}
+
+// lastPID is the pid most recently given to a process (0 if unknown).
+func lastPID() int {
+	b, err := os.ReadFile("/proc/sys/kernel/ns_last_pid")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
+	return n
 }

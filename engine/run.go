@@ -240,6 +240,9 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		jobs = runtime.NumCPU()
 	}
 	r.schedule(ctx, jobs)
+	if f, ok := e.exec.(interface{ Flush() }); ok {
+		f.Flush()
+	}
 
 	end := e.now()
 	reason := r.stopReason()
