@@ -524,3 +524,50 @@ func swapRace(t *testing.T, a *restoreArena, races, files int, restore func(i in
 	}
 	return res
 }
+
+// FuzzRestoreTree (T31's FuzzExtract for our manifest format): a tree read
+// from arbitrary text, one "type path [target]" per line, restored into a
+// fresh root beside a sentinel: it may be refused, or fail half way, but
+// nothing may ever appear outside dest.
+func FuzzRestoreTree(f *testing.F) {
+	f.Add("dir a\nfile a/x\nsymlink a/l x\n")
+	f.Add("file ../x\n")
+	f.Add("symlink a ..\nfile a/pwn\n")
+	f.Add("symlink out ../sentinel\nfile out/victim\n")
+	f.Add("dir Model\nfile model/x\n")
+	c := newDir(f)
+	d, err := c.PutBytes([]byte("fuzz\n"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var tree []OutputFile
+		for line := range strings.SplitSeq(text, "\n") {
+			fields := strings.SplitN(line, " ", 3)
+			if len(fields) < 2 {
+				continue
+			}
+			o := OutputFile{Type: fields[0], Path: fields[1], Mode: 0o755}
+			switch o.Type {
+			case TypeFile:
+				o.Mode, o.Digest, o.Size = 0o644, d, 5
+			case TypeSymlink:
+				o.Mode = 0o777
+				if len(fields) == 3 {
+					o.Target = fields[2]
+				}
+			}
+			tree = append(tree, o)
+		}
+		a := newRestoreArena(t)
+		// A symlink already in dest, pointing at the sentinel, as a
+		// hostile workspace could hold.
+		if err := os.Symlink("../sentinel", filepath.Join(a.dest, "out")); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.RestoreTree(a.root(t), tree)
+		if n, what := a.escapes(t); n != 0 {
+			t.Fatalf("tree %q reached outside dest: %s", text, what)
+		}
+	})
+}
