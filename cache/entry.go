@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // EntryFormat is the version of the action-entry encoding, written both in
@@ -93,10 +95,11 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 // DecodeEntry parses and verifies the stored form of an entry. Every
 // failure wraps [ErrCorrupt]: a wrong header or checksum, bad JSON, a format
 // other than 1, a Key that is not ComputeKey(Components), an output path
-// that is empty, absolute, unclean, contains ".." or NUL, is duplicated or
-// lies beneath a non-directory output, an unknown type, a mode beyond
-// 0o777, a file without a digest, or a symlink target that is absolute or
-// leaves the workspace. It never panics.
+// that is empty, absolute, unclean, contains "..", NUL or a backslash, is
+// too long, is duplicated (also up to letter case and Unicode
+// normalization) or lies beneath a non-directory output, an unknown type,
+// a mode beyond 0o777, a file without a digest, or a symlink target that is
+// absolute or leaves the workspace. It never panics.
 func DecodeEntry(b []byte) (*Entry, error) {
 	e, err := decodeEntry(b)
 	if err != nil {
@@ -191,8 +194,17 @@ func validateEntry(e *Entry, encoding bool) error {
 	if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
 		return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
 	}
-	types := make(map[string]string, len(e.Outputs))
-	for _, o := range e.Outputs {
+	return checkOutputs(e.Outputs)
+}
+
+// checkOutputs checks an output tree as restore needs it: every entry
+// valid on its own, no path listed twice, no two paths that name one file
+// on a case-insensitive or normalizing filesystem (macOS, Windows), and
+// nothing beneath a file or a symlink.
+func checkOutputs(outputs []OutputFile) error {
+	types := make(map[string]string, len(outputs))
+	folded := make(map[string]string, len(outputs))
+	for _, o := range outputs {
 		if err := checkOutput(o); err != nil {
 			return fmt.Errorf("output %q: %w", o.Path, err)
 		}
@@ -200,10 +212,15 @@ func validateEntry(e *Entry, encoding bool) error {
 			return fmt.Errorf("output %q: listed twice", o.Path)
 		}
 		types[o.Path] = o.Type
+		f := foldPath(o.Path)
+		if other, ok := folded[f]; ok {
+			return fmt.Errorf("outputs %q and %q differ only in letter case or Unicode normalization; they would be one file on macOS and Windows", other, o.Path)
+		}
+		folded[f] = o.Path
 	}
 	// Nothing may live beneath a file or a symlink: restoring it would
 	// fail, or write through the link.
-	for _, o := range e.Outputs {
+	for _, o := range outputs {
 		for p := path.Dir(o.Path); p != "."; p = path.Dir(p) {
 			if t, ok := types[p]; ok && t != TypeDir {
 				return fmt.Errorf("output %q: beneath %s %q", o.Path, t, p)
@@ -211,6 +228,24 @@ func validateEntry(e *Entry, encoding bool) error {
 		}
 	}
 	return nil
+}
+
+// foldPath maps the paths a case-insensitive, normalization-insensitive
+// filesystem treats as one to one string.
+func foldPath(p string) string {
+	if isASCII(p) {
+		return strings.ToLower(p)
+	}
+	return strings.ToLower(norm.NFC.String(p))
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func checkOutput(o OutputFile) error {
@@ -248,14 +283,24 @@ func checkOutput(o OutputFile) error {
 	return nil
 }
 
+// Limits on output paths, those of Linux (PATH_MAX, NAME_MAX): a longer
+// path could not be restored anyway.
+const (
+	maxPathLen = 4096
+	maxNameLen = 255
+)
+
 // checkRelPath accepts clean, relative, slash-separated paths that stay
-// inside the workspace.
+// inside the workspace. A backslash is refused: on Windows it separates
+// directories, so "a\..\..\x" would climb out of the workspace there.
 func checkRelPath(p string) error {
 	switch {
 	case p == "":
 		return errors.New("empty path")
 	case strings.IndexByte(p, 0) >= 0:
 		return errors.New("NUL in path")
+	case strings.IndexByte(p, '\\') >= 0:
+		return errors.New("backslash in path (a directory separator on Windows)")
 	case path.IsAbs(p):
 		return errors.New("absolute path")
 	case path.Clean(p) != p:
@@ -264,6 +309,13 @@ func checkRelPath(p string) error {
 		return errors.New("path is the workspace itself")
 	case p == ".." || strings.HasPrefix(p, "../"):
 		return errors.New("path leaves the workspace")
+	case len(p) > maxPathLen:
+		return fmt.Errorf("path of %d bytes, over the %d limit", len(p), maxPathLen)
+	}
+	for name := range strings.SplitSeq(p, "/") {
+		if len(name) > maxNameLen {
+			return fmt.Errorf("name of %d bytes, over the %d limit", len(name), maxNameLen)
+		}
 	}
 	return nil
 }
@@ -278,8 +330,12 @@ func checkLinkTarget(link, target string) error {
 		return errors.New("empty target")
 	case strings.IndexByte(target, 0) >= 0:
 		return errors.New("NUL in target")
+	case strings.IndexByte(target, '\\') >= 0:
+		return errors.New("backslash in target (a directory separator on Windows)")
 	case path.IsAbs(target):
 		return errors.New("absolute target")
+	case len(target) > maxPathLen:
+		return fmt.Errorf("target of %d bytes, over the %d limit", len(target), maxPathLen)
 	}
 	j := path.Join(path.Dir(link), target)
 	if j == ".." || strings.HasPrefix(j, "../") {

@@ -1,43 +1,116 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path"
 	"path/filepath"
 )
+
+// Restore writes through an [os.Root]: every open, mkdir, symlink and
+// rename is resolved by the kernel relative to the root's directory
+// descriptor, one component at a time, so neither a ".." nor a symlink
+// (planted before the restore or swapped in while it runs) can make it
+// write outside the root. Symlinks inside the root that stay inside it are
+// followed. Modes are set through the open file (fchmod), never by name,
+// because os.Root's Chmod may follow a swapped symlink.
+
+// RestoreTree writes the output files, directories and symlinks of files
+// (a part of an entry's output tree, paths relative to root) beneath root.
+// It checks the whole tree first, as [DecodeEntry] does, and writes nothing
+// if any entry is unsafe: a path that is absolute, unclean, holds "..",
+// NUL or a backslash, a duplicate, a path beneath a file or symlink, a
+// symlink target that leaves the tree. Directories are created as needed;
+// an existing file at a file's path is replaced, never written through.
+// Each file is verified against its digest as it is written (see
+// [Dir.RestoreFile]).
+func (c *Dir) RestoreTree(root *os.Root, files []OutputFile) error {
+	if err := checkOutputs(files); err != nil {
+		return fmt.Errorf("cache restore into %s: refusing the tree: %w", root.Name(), err)
+	}
+	for _, f := range files {
+		if err := c.restoreEntry(root, f); err != nil {
+			return fmt.Errorf("cache restore %s into %s: %w", f.Path, root.Name(), err)
+		}
+	}
+	return nil
+}
+
+func (c *Dir) restoreEntry(root *os.Root, f OutputFile) error {
+	name := filepath.FromSlash(f.Path)
+	if dir := path.Dir(f.Path); dir != "." {
+		if err := root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+			return err
+		}
+	}
+	switch f.Type {
+	case TypeDir:
+		err := root.Mkdir(name, fs.FileMode(f.Mode)|0o700)
+		if errors.Is(err, fs.ErrExist) {
+			var st fs.FileInfo
+			if st, err = root.Lstat(name); err == nil && !st.IsDir() {
+				err = fmt.Errorf("a %s is in the way of the directory", st.Mode().Type())
+			}
+		}
+		return err
+	case TypeSymlink:
+		return root.Symlink(filepath.FromSlash(f.Target), name)
+	default:
+		return c.restoreFileIn(root, f.Digest, name, fs.FileMode(f.Mode))
+	}
+}
 
 // RestoreFile writes blob d to dst with permission bits perm (exactly, not
 // filtered by the umask). It writes a temp file in dst's directory, hashing
 // while writing, and renames it over dst only if the content matches d, so
-// dst is either untouched or complete. A missing blob is ErrNotFound. A
-// blob that fails verification twice is moved to quarantine/ and reported
-// as a *CorruptError, and dst is left untouched. dst's directory must
-// exist. The file is not fsynced: workspace files can be restored again
-// from the cache.
+// dst is either untouched or complete; a symlink or hard link at dst is
+// replaced, never written through. A missing blob is ErrNotFound. A blob
+// that fails verification twice is moved to quarantine/ and reported as a
+// *CorruptError, and dst is left untouched. dst's directory must exist.
+// The file is not fsynced: workspace files can be restored again from the
+// cache.
 func (c *Dir) RestoreFile(d Digest, dst string, perm fs.FileMode) error {
+	root, err := os.OpenRoot(filepath.Dir(dst))
+	if err != nil {
+		return fmt.Errorf("cache restore %s to %s: %w", d.Short(), dst, err)
+	}
+	defer root.Close()
+	if err := c.restoreFileIn(root, d, filepath.Base(dst), perm); err != nil {
+		return fmt.Errorf("cache restore %s to %s: %w", d.Short(), dst, err)
+	}
+	return nil
+}
+
+// restoreFileIn is RestoreFile for the file name beneath root.
+func (c *Dir) restoreFileIn(root *os.Root, d Digest, name string, perm fs.FileMode) error {
 	for try := 0; ; try++ {
-		retry, err := c.restoreOnce(d, dst, perm, try == 0)
-		if retry {
-			continue
+		retry, err := c.restoreOnce(root, d, name, perm, try == 0)
+		if !retry {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("cache restore %s to %s: %w", d.Short(), dst, err)
-		}
-		return nil
 	}
 }
 
-func (c *Dir) restoreOnce(d Digest, dst string, perm fs.FileMode, mayRetry bool) (retry bool, err error) {
+func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode, mayRetry bool) (retry bool, err error) {
 	f, compressed, err := c.openBlob(d)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	t, err := createTemp(filepath.Dir(dst), "."+filepath.Base(dst)+".cairn-", 0o600, perms{})
+	t, tmp, err := createTempIn(root, name)
 	if err != nil {
 		return false, err
 	}
-	defer t.abort()
+	done := false
+	defer func() {
+		if !done {
+			t.Close()
+			root.Remove(tmp)
+		}
+	}()
 	bad, err := c.readVerified(t, f, compressed, d)
 	if err != nil {
 		return false, err
@@ -48,8 +121,33 @@ func (c *Dir) restoreOnce(d Digest, dst string, perm fs.FileMode, mayRetry bool)
 		}
 		return false, c.quarantineFile("blob", d.String(), f, bad)
 	}
-	if err := t.closeMode(perm); err != nil {
+	err = t.Chmod(perm)
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return false, err
 	}
-	return false, replace(t, dst)
+	if err := root.Rename(tmp, name); err != nil {
+		return false, err
+	}
+	done = true
+	return false, nil
+}
+
+// createTempIn creates a new, empty file beside name beneath root, with
+// O_EXCL (so it is never an existing file or symlink), and returns it with
+// its name.
+func createTempIn(root *os.Root, name string) (*os.File, string, error) {
+	dir, base := filepath.Split(name)
+	for try := 0; ; try++ {
+		tmp := filepath.Join(dir, fmt.Sprintf(".%s.cairn-%016x", base, rand.Uint64()))
+		f, err := root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err == nil {
+			return f, tmp, nil
+		}
+		if !errors.Is(err, fs.ErrExist) || try >= 100 {
+			return nil, "", err
+		}
+	}
 }

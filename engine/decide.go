@@ -73,6 +73,11 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 	case err != nil:
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
+	if problem := treeProblem(entry); problem != "" {
+		d.warnings = append(d.warnings, fmt.Sprintf("phase %s: cached result %s %s; ignoring it", p.Addr, d.key.Short(), problem))
+		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
+		return d, nil
+	}
 	d.entry = entry
 	for _, o := range p.Outputs {
 		part := treeOf(entry.Outputs, o.Path)

@@ -65,13 +65,18 @@ func statOf(fi fs.FileInfo) fileStat {
 }
 
 // racySlack is how long before hashing a file's mtime must lie for its
-// entry to be trusted: more than one kernel timestamp tick on filesystems
-// with fine timestamps, two seconds where mtimes are whole seconds.
+// entry to be trusted: the timestamp granularity (taken as two seconds,
+// FAT's, where mtimes are whole seconds) plus the lag of the kernel's
+// coarse clock that stamps files behind the wall clock we read (up to a
+// jiffy; 50 ms is ample). An edit made after hashing gets an mtime no
+// earlier than the tick holding (hash time - lag), so an mtime before
+// that tick cannot be reproduced by it.
 func racySlack(mtime int64) int64 {
+	const lag = 50e6
 	if mtime%1e9 == 0 {
-		return 2e9
+		return 2e9 + lag
 	}
-	return 50e6
+	return lag
 }
 
 // LoadMemory reads the memory at path; a missing or damaged file gives an

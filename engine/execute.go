@@ -162,6 +162,10 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	defer stderrF.Close()
 
 	marker := r.runID + "/" + safeName(addr) + "/" + strconv.Itoa(attempt)
+	if len(p.Params) > 0 && e.holdsSensitive(string(paramsJSON(p.Params))) {
+		// Secrets never outlive the command in the run's records.
+		defer os.Remove(filepath.Join(r.runDir, "params", safeName(addr)+".json"))
+	}
 	env, secrets, err := r.environment(ph, attempt, marker)
 	if err != nil {
 		return failed(err)
@@ -414,8 +418,17 @@ func (r *runner) paramsFile(p *spec.Phase) (string, error) {
 			return "", fmt.Errorf("write params: %w", r.noParamsErr)
 		}
 		name = "none.json"
-	} else if err := os.WriteFile(filepath.Join(r.runDir, "params", name), paramsJSON(p.Params), 0o644); err != nil {
-		return "", fmt.Errorf("write params: %w", err)
+	} else {
+		// A file holding a sensitive variable's value is private to the
+		// user, and attempt removes it when the command ends.
+		js := paramsJSON(p.Params)
+		mode := os.FileMode(0o644)
+		if r.e.holdsSensitive(string(js)) {
+			mode = 0o600
+		}
+		if err := os.WriteFile(filepath.Join(r.runDir, "params", name), js, mode); err != nil {
+			return "", fmt.Errorf("write params: %w", err)
+		}
 	}
 	return filepath.Join(r.runDir, "params", name), nil
 }

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -159,6 +161,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	for _, path := range readPaths {
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
 	}
+	e.redactSensitive(comps)
 	sort.Slice(comps, func(i, j int) bool {
 		a, b := comps[i], comps[j]
 		if a.Kind != b.Kind {
@@ -181,4 +184,42 @@ func (e *Engine) hashFiles(rel []string, stats map[string]fs.FileInfo, digests [
 		digests[i], modes[i] = d, fi.Mode()
 		return nil
 	})
+}
+
+// redactSensitive replaces, in every component, each value of a sensitive
+// variable with sensitiveToken(value). Components are stored in clear in
+// cache entries (for "why"), so the value itself must not be there; its
+// token still changes the key when the value changes.
+func (e *Engine) redactSensitive(comps []cache.Component) {
+	if len(e.spec.SensitiveValues) == 0 {
+		return
+	}
+	vals := make([]string, 0, len(e.spec.SensitiveValues))
+	for _, v := range e.spec.SensitiveValues {
+		if v != "" {
+			vals = append(vals, v)
+		}
+	}
+	// Longest first, so a value containing another is replaced whole.
+	sort.Slice(vals, func(i, j int) bool {
+		if len(vals[i]) != len(vals[j]) {
+			return len(vals[i]) > len(vals[j])
+		}
+		return vals[i] < vals[j]
+	})
+	for i := range comps {
+		for _, v := range vals {
+			comps[i].Name = strings.ReplaceAll(comps[i].Name, v, sensitiveToken(v))
+			comps[i].Value = strings.ReplaceAll(comps[i].Value, v, sensitiveToken(v))
+		}
+	}
+}
+
+// sensitiveToken stands for a sensitive value in a key component: a
+// domain-separated SHA-256 prefix, which tells values apart without
+// revealing one (the key itself, a hash over the value, gives a guesser no
+// less).
+func sensitiveToken(v string) string {
+	sum := sha256.Sum256([]byte("cairn sensitive value\x00" + v))
+	return "(sensitive " + hex.EncodeToString(sum[:8]) + ")"
 }

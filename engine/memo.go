@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -58,17 +59,36 @@ func lookupEnv(environ []string, name string) (string, bool) {
 
 // memoComponents builds the key of a memoised call.
 func memoComponents(o *MemoOptions, stdin []byte) ([]cache.Component, error) {
-	argv, _ := json.Marshal(o.Argv)
+	secret := map[string]bool{}
+	var names []string
+	if list, ok := lookupEnv(o.Environ, "CAIRN_SECRET_NAMES"); ok {
+		names = strings.Split(list, ",")
+		for _, n := range names {
+			secret[n] = true
+		}
+	}
+	// The key is stored in clear in the cache entry: a secret's value in
+	// the argv (curl -H "Authorization: $TOKEN") enters it as its name, so
+	// it neither leaks nor, as for phases, changes the key.
+	args := make([]string, len(o.Argv))
+	copy(args, o.Argv)
+	sort.Slice(names, func(i, j int) bool {
+		vi, _ := lookupEnv(o.Environ, names[i])
+		vj, _ := lookupEnv(o.Environ, names[j])
+		return len(vi) > len(vj)
+	})
+	for _, n := range names {
+		if v, ok := lookupEnv(o.Environ, n); ok && v != "" {
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], v, "(secret "+n+")")
+			}
+		}
+	}
+	argv, _ := json.Marshal(args)
 	comps := []cache.Component{
 		{Kind: "memo", Name: "format", Value: "1"},
 		{Kind: "memo", Name: "argv", Value: string(argv)},
 		{Kind: "memo", Name: "stdin", Value: cache.HashBytes(stdin).String()},
-	}
-	secret := map[string]bool{}
-	if names, ok := lookupEnv(o.Environ, "CAIRN_SECRET_NAMES"); ok {
-		for _, n := range strings.Split(names, ",") {
-			secret[n] = true
-		}
 	}
 	for _, n := range o.EnvNames {
 		if secret[n] {

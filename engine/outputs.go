@@ -211,30 +211,61 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 }
 
 // restoreOutput replaces the workspace copy of output o with the cached
-// tree part, verifying every blob as it is written.
+// tree part, verifying every blob as it is written. Everything goes
+// through an os.Root on the workspace, so a symlink in the workspace (one
+// there before, or one swapped in while restoring) that leads outside it
+// makes the restore fail rather than write or delete outside.
 func (e *Engine) restoreOutput(o string, part []cache.OutputFile) error {
-	if err := os.RemoveAll(e.ws.Abs(o)); err != nil {
+	root, err := os.OpenRoot(e.ws.Root)
+	if err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
-	for _, f := range part {
-		abs := e.ws.Abs(f.Path)
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return fmt.Errorf("restore %s: %w", f.Path, err)
-		}
-		switch f.Type {
-		case "dir":
-			if err := os.MkdirAll(abs, fs.FileMode(f.Mode)|0o700); err != nil {
-				return fmt.Errorf("restore %s: %w", f.Path, err)
-			}
-		case "symlink":
-			if err := os.Symlink(filepath.FromSlash(f.Target), abs); err != nil {
-				return fmt.Errorf("restore %s: %w", f.Path, err)
-			}
-		default:
-			if err := e.cache.RestoreFile(f.Digest, abs, fs.FileMode(f.Mode)); err != nil {
-				return fmt.Errorf("restore %s: %w", f.Path, err)
-			}
-		}
+	defer root.Close()
+	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
+		return fmt.Errorf("restore %s: %w", o, err)
+	}
+	if err := e.cache.RestoreTree(root, part); err != nil {
+		return fmt.Errorf("restore %s: %w", o, err)
 	}
 	return nil
+}
+
+// treeProblem says what is wrong with entry's output tree, or returns "":
+// every path must lie inside an output its key declares, and every
+// declared output must be there. cairn never stores anything else; a
+// planted entry could, to make a restore write elsewhere in the workspace
+// (.git/hooks, the spec) or delete an output and put nothing back, so such
+// an entry is refused whole.
+func treeProblem(entry *cache.Entry) string {
+	declared := declaredOutputs(entry)
+	for _, f := range entry.Outputs {
+		inside := false
+		for _, o := range declared {
+			if f.Path == o || strings.HasPrefix(f.Path, o+"/") {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			return fmt.Sprintf("lists %q, outside the phase's declared outputs", f.Path)
+		}
+	}
+	for _, o := range declared {
+		if len(treeOf(entry.Outputs, o)) == 0 {
+			return fmt.Sprintf("lacks the declared output %q", o)
+		}
+	}
+	return ""
+}
+
+// declaredOutputs returns the outputs entry's key declares.
+func declaredOutputs(entry *cache.Entry) []string {
+	var out []string
+	for _, c := range entry.Components {
+		if c.Kind == kindOutput {
+			out = append(out, c.Value)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

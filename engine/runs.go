@@ -257,8 +257,11 @@ func Checkout(ws Workspace, c *cache.Dir, st *RunState) (*CheckoutResult, error)
 			res.NotCached = append(res.NotCached, addr)
 			continue
 		}
+		if problem := treeProblem(entry); problem != "" {
+			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
+		}
 		restored := false
-		for _, o := range outputRoots(entry.Outputs) {
+		for _, o := range declaredOutputs(entry) {
 			part := treeOf(entry.Outputs, o)
 			if e.outputMatches(o, part) {
 				continue
@@ -278,29 +281,4 @@ func Checkout(ws Workspace, c *cache.Dir, st *RunState) (*CheckoutResult, error)
 		return res, err
 	}
 	return res, nil
-}
-
-// outputRoots returns the declared outputs of a tree: the paths no other
-// entry of the tree contains.
-func outputRoots(tree []cache.OutputFile) []string {
-	dirs := map[string]bool{}
-	for _, f := range tree {
-		if f.Type == "dir" {
-			dirs[f.Path] = true
-		}
-	}
-	var roots []string
-	for _, f := range tree {
-		inside := false
-		for p := filepath.Dir(f.Path); p != "." && p != "/"; p = filepath.Dir(p) {
-			if dirs[p] {
-				inside = true
-				break
-			}
-		}
-		if !inside {
-			roots = append(roots, f.Path)
-		}
-	}
-	return roots
 }

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -33,6 +35,29 @@ func FuzzParse(f *testing.F) {
 			}
 			if r.Start.Line < 1 || r.End.Line > lines {
 				t.Fatalf("diagnostic %q has lines %d..%d outside input of %d lines", d.Summary, r.Start.Line, r.End.Line, lines)
+			}
+		}
+	})
+}
+
+// FuzzVarFile: a -var-file of any content is read, or refused with
+// diagnostics, without panicking.
+func FuzzVarFile(f *testing.F) {
+	f.Add([]byte("lr = 0.1\nname = \"x\"\nlayers = [1, 2]\n"))
+	f.Add([]byte("a = var.b\n"))
+	f.Add([]byte("block {\n}\n"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "vars.hcl")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vals, diags := NewParser().loadVarFile(p)
+		if !diags.HasErrors() {
+			for _, v := range vals {
+				if v.Name == "" || v.File != p {
+					t.Fatalf("variable %+v from %q", v, b)
+				}
 			}
 		}
 	})

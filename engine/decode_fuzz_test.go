@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/cache"
+)
+
+// The fuzz targets of T31 for the engine's decoders of bytes found on disk
+// (a workspace's .cairn, which a crash, a disk or a teammate may have
+// damaged). Seeds are in testdata/fuzz/<target>; `make fuzz` fuzzes each.
+
+// FuzzReadState: ReadState never panics, and a state it accepts survives
+// being written back and read again unchanged.
+func FuzzReadState(f *testing.F) {
+	f.Add([]byte(`{"run_id":"20260101-000000-abcdef","status":"succeeded","phases":{"a":{"status":"cached","key":"` + strings.Repeat("ab", 32) + `"}}}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "state.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st, err := ReadState(p)
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(st)
+		if err != nil {
+			t.Fatalf("an accepted state does not encode: %v", err)
+		}
+		if err := os.WriteFile(p, again, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		st2, err := ReadState(p)
+		if err != nil {
+			t.Fatalf("a re-encoded state does not read: %v\n%s", err, again)
+		}
+		third, err := json.Marshal(st2)
+		if err != nil || !bytes.Equal(again, third) {
+			t.Fatalf("state round trip not stable:\n%s\n%s", again, third)
+		}
+	})
+}
+
+// FuzzKeyIndex: keys.json of any content loads without panic; every key it
+// yields parses; what it saves loads back the same.
+func FuzzKeyIndex(f *testing.F) {
+	f.Add([]byte(`{"a":"` + strings.Repeat("0f", 32) + `","b":"short"}`))
+	f.Add([]byte(`[1,2]`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "keys.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ki := loadKeyIndex(p)
+		for addr := range ki.keys {
+			if id, ok := ki.get(addr); ok {
+				ki.set(addr, id)
+			}
+		}
+		ki.dirty = true
+		if err := ki.save(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ki.keys, loadKeyIndex(p).keys, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("keys.json round trip (-saved +loaded):\n%s", diff)
+		}
+	})
+}
+
+// FuzzDigestsMemory: the digests file of any content parses or is refused
+// without panic; an accepted one is written back by Save and parses to the
+// same entries.
+func FuzzDigestsMemory(f *testing.F) {
+	d := cache.HashBytes([]byte("x"))
+	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1700000000000000000 1700000000000000000 42 644 1700000001000000000 data/in.csv\n"))
+	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1 2 3 644 5 name with spaces\n"))
+	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1 2 3 644 5 crlf\r\n"))
+	f.Add([]byte("garbage"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		entries, err := parseMemory(b)
+		if err != nil {
+			return
+		}
+		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, entries: entries, dirty: true}
+		if err := m.Save(); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := os.ReadFile(m.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseMemory(saved)
+		if err != nil {
+			t.Fatalf("saved memory does not parse: %v\n%q", err, saved)
+		}
+		if diff := cmp.Diff(entries, again, cmp.AllowUnexported(memEntry{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("memory round trip (-parsed +reparsed):\n%s", diff)
+		}
+	})
+}
+
+// FuzzLockInfo: a lock.json of any content decodes into a LockInfo or is
+// ignored, and judging its holder never panics.
+func FuzzLockInfo(f *testing.F) {
+	f.Add([]byte(`{"pid":123,"run_id":"r","host":"h"}`))
+	f.Add([]byte(`{"pid":-1,"host":""}`))
+	host, _ := os.Hostname()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var h LockInfo
+		if json.Unmarshal(b, &h) != nil {
+			return
+		}
+		if h.PID == os.Getpid() && holderGone(h, host) {
+			t.Fatal("this process judged gone")
+		}
+		holderGone(h, host)
+		_ = (&LockedError{Path: "lock", Holder: h}).Error()
+	})
+}
+
+// FuzzMetricsFile: readMetricsFile accepts exactly one JSON object, and
+// returns it compacted (reading its output again gives it back).
+func FuzzMetricsFile(f *testing.F) {
+	f.Add([]byte(`{"accuracy": 0.9, "loss": [1, 2]}`))
+	f.Add([]byte(`[1]`))
+	f.Add([]byte(`{"a":1} {"b":2}`))
+	f.Add([]byte("\xef\xbb\xbf{}"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "m.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readMetricsFile(p)
+		if err != nil {
+			return
+		}
+		if len(got) == 0 || got[0] != '{' || !json.Valid(got) {
+			t.Fatalf("accepted %q as %q, not a JSON object", b, got)
+		}
+		if err := os.WriteFile(p, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		again, err := readMetricsFile(p)
+		if err != nil || !bytes.Equal(again, got) {
+			t.Fatalf("compacted metrics %q read back as %q, %v", got, again, err)
+		}
+	})
+}
+
+// FuzzMaskWriter: whatever the secrets and however the output is cut into
+// writes, no secret reaches the log, and output holding no secret passes
+// unchanged.
+func FuzzMaskWriter(f *testing.F) {
+	f.Add([]byte("token=abc123 and abc123abc123"), "abc123", "c1", uint8(3))
+	f.Add([]byte("aaaaaaa"), "aa", "aaa", uint8(1))
+	f.Add([]byte("no secret here\n"), "zzzz", "", uint8(5))
+	f.Fuzz(func(t *testing.T, out []byte, s1, s2 string, step uint8) {
+		secrets := []string{s1, s2}
+		var log bytes.Buffer
+		m := newMaskWriter(&log, secrets)
+		n := int(step)%17 + 1
+		for rest := out; len(rest) > 0; {
+			k := min(n, len(rest))
+			if _, err := m.Write(rest[:k]); err != nil {
+				t.Fatal(err)
+			}
+			rest = rest[k:]
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range secrets {
+			if s == "" || strings.Contains(s, "*") {
+				// The mask is made of "*": a secret holding one can be
+				// spelt by a mask and the bytes around it.
+				continue
+			}
+			if bytes.Contains(log.Bytes(), []byte(s)) {
+				t.Fatalf("secret %q reached the log %q (output %q, writes of %d)", s, log.Bytes(), out, n)
+			}
+		}
+		clean := true
+		for _, s := range secrets {
+			if s != "" && bytes.Contains(out, []byte(s)) {
+				clean = false
+			}
+		}
+		if clean && !bytes.Equal(log.Bytes(), out) {
+			t.Fatalf("output without secrets changed: %q -> %q", out, log.Bytes())
+		}
+	})
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cairn-run/cairn/cache"
+)
+
+const plantSpec = `
+phase "a" {
+  command = "write out/a.txt hello"
+  outputs = ["out/a.txt"]
+}
+`
+
+// plantedSetup runs plantSpec once and returns the setup, the run's state
+// and phase a's cached entry.
+func plantedSetup(t *testing.T) (*setup, *RunState, *cache.Entry) {
+	t.Helper()
+	s := newSetup(t, map[string]string{"experiment.hcl": plantSpec})
+	res := s.run(t, RunOptions{})
+	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := cache.ParseActionID(st.Phases["a"].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.cache.GetEntry(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st, e
+}
+
+// replaceEntry overwrites the stored entry of e.Key with e, well formed and
+// with a correct checksum: what a writer to a shared cache can do.
+func replaceEntry(t *testing.T, c *cache.Dir, e *cache.Entry) {
+	t.Helper()
+	b, err := cache.EncodeEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path string
+	filepath.WalkDir(c.Root(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == e.Key.String() {
+			path = p
+		}
+		return nil
+	})
+	if path == "" {
+		t.Fatalf("entry %s not found under %s", e.Key.Short(), c.Root())
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlantedEntryOutsideDeclaredOutputs: an entry stored under a phase's
+// real key that lists a path outside the phase's declared outputs (a git
+// hook) is refused by run and by checkout; the hook is never written.
+func TestPlantedEntryOutsideDeclaredOutputs(t *testing.T) {
+	s, st, e := plantedSetup(t)
+	hook, err := s.cache.PutBytes([]byte("#!/bin/sh\necho pwned\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Outputs = append(e.Outputs,
+		cache.OutputFile{Path: ".git", Type: cache.TypeDir, Mode: 0o755},
+		cache.OutputFile{Path: ".git/hooks", Type: cache.TypeDir, Mode: 0o755},
+		cache.OutputFile{Path: ".git/hooks/pre-commit", Type: cache.TypeFile, Mode: 0o755, Digest: hook, Size: 21},
+	)
+	replaceEntry(t, s.cache, e)
+	os.Remove(filepath.Join(s.dir, "out", "a.txt"))
+
+	_, err = Checkout(Workspace{Root: s.dir}, s.cache, st)
+	if err == nil || !strings.Contains(err.Error(), `".git"`) {
+		t.Errorf("checkout of a planted entry: %v, want an error naming .git", err)
+	}
+	res := s.run(t, RunOptions{})
+	if res.Counts[StatusSucceeded] != 1 || s.exec.count("a") != 2 {
+		t.Errorf("run with a planted entry: counts %v, a ran %d times; want it run again", res.Counts, s.exec.count("a"))
+	}
+	if _, err := os.Lstat(filepath.Join(s.dir, ".git")); err == nil {
+		t.Error("the planted .git/hooks/pre-commit was restored into the workspace")
+	}
+}
+
+// TestPlantedEntryMissingOutput: an entry that lacks a declared output is
+// refused by checkout, which leaves the workspace copy alone.
+func TestPlantedEntryMissingOutput(t *testing.T) {
+	s, st, e := plantedSetup(t)
+	e.Outputs = nil
+	replaceEntry(t, s.cache, e)
+	p := filepath.Join(s.dir, "out", "a.txt")
+	os.WriteFile(p, []byte("mine\n"), 0o644)
+	if _, err := Checkout(Workspace{Root: s.dir}, s.cache, st); err == nil || !strings.Contains(err.Error(), `"out/a.txt"`) {
+		t.Errorf("checkout: %v, want an error naming out/a.txt", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "mine\n" {
+		t.Errorf("out/a.txt = %q after a refused checkout", b)
+	}
+}
+
+// TestRestoreThroughWorkspaceSymlink: the output's directory replaced by a
+// symlink to a directory outside the workspace; restoring (checkout) must
+// fail rather than delete or write there.
+func TestRestoreThroughWorkspaceSymlink(t *testing.T) {
+	s, st, _ := plantedSetup(t)
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "a.txt")
+	os.WriteFile(victim, []byte("outside\n"), 0o644)
+	out := filepath.Join(s.dir, "out")
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, out); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Checkout(Workspace{Root: s.dir}, s.cache, st)
+	if err == nil {
+		t.Error("checkout through a symlink leaving the workspace succeeded")
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "outside\n" {
+		t.Errorf("file outside the workspace: %q, %v; want it untouched", b, err)
+	}
+	if names, _ := os.ReadDir(outside); len(names) != 1 {
+		t.Errorf("outside directory holds %d entries, want 1", len(names))
+	}
+}
