@@ -319,4 +319,3 @@ func labelCounts(labels []string) map[string]int {
 	}
 	return m
 }
-
