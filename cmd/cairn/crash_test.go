@@ -235,6 +235,7 @@ func (w *crashWS) checkStates(when string) {
 	dirs, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", "runs", "*", "state.json"))
 	for _, p := range dirs {
 		if _, err := engine.ReadState(p); err != nil {
+			w.errs++
 			w.t.Errorf("%s: %v", when, err)
 		}
 	}

@@ -159,6 +159,7 @@ type crashWS struct {
 	root  string
 	ws    string
 	cache string
+	errs  int // problems verify and checkStates reported
 }
 
 // scratchRoot is where crash tests put workspaces and caches: a memory
@@ -286,6 +287,7 @@ func (w *crashWS) verify(when string) (temps int, elapsed time.Duration) {
 		w.t.Fatalf("%s: verify: %v", when, err)
 	}
 	for _, p := range rep.Problems {
+		w.errs++
 		w.t.Errorf("%s: verify: %s %s %s (%s): %s", when, p.Class, p.Kind, p.ID, p.Path, p.Cause)
 	}
 	return rep.InFlight, rep.Elapsed
