@@ -3,6 +3,8 @@ package engine
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/cairn-run/cairn/internal/fsx"
 )
@@ -21,4 +23,29 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 		return fsx.WriteFileAtomic(path, data, perm, label, true, durable)
 	}
 	return fsx.WriteFileAtomic(path, data, perm, label, durable, durable)
+}
+
+// removeStaleTemps removes the temp files writeFileAtomic leaves behind
+// when its process dies between creating and renaming one: in .cairn/ and
+// in the folder of the run that died (named by .cairn/current). Only temps
+// whose writer (the pid in the name) is gone are removed, so a cairn plan
+// saving digests meanwhile is not disturbed.
+func (e *Engine) removeStaleTemps() {
+	dirs := []string{e.ws.StateDir()}
+	if b, err := os.ReadFile(e.ws.currentFile()); err == nil {
+		if id := strings.TrimSpace(string(b)); id != "" && filepath.IsLocal(id) && !strings.ContainsRune(id, filepath.Separator) {
+			dirs = append(dirs, filepath.Join(e.ws.RunsDir(), id))
+		}
+	}
+	for _, dir := range dirs {
+		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+		for _, p := range temps {
+			_, rest, _ := strings.Cut(filepath.Base(p), ".tmp-")
+			pidStr, _, ok := strings.Cut(rest, "-")
+			pid, err := strconv.Atoi(pidStr)
+			if ok && err == nil && !processAlive(pid) {
+				_ = os.Remove(p)
+			}
+		}
+	}
 }

@@ -92,6 +92,7 @@ func TestFailpointSweep(t *testing.T) {
 			}
 			w.verify(name + ": after the run that followed")
 			w.checkStates(name + ": after the run that followed")
+			w.checkWorkspaceTemps(name + ": after the run that followed")
 			if !failed && w.errs == errsBefore {
 				c.passed++
 				passed++

@@ -84,7 +84,7 @@ func TestCrashLoop(t *testing.T) {
 	w := newCrashWS(t, root, "ws", spec)
 	trace := filepath.Join(w.root, "trace")
 	inFlight := map[string]bool{}
-	kills, completions, maxTemps := 0, 0, 0
+	kills, completions, maxTemps, lastTemps := 0, 0, 0, 0
 	var verifyTime time.Duration
 	var protocol []string
 	for _, l := range failpoint.Labels {
@@ -160,6 +160,10 @@ func TestCrashLoop(t *testing.T) {
 			}
 		}
 		temps, vt := w.verify(fmt.Sprintf("after run %d (killed %v, at %s hit %d or after %s)", i, killed, target, hits, delay))
+		if temps-lastTemps > 2 {
+			t.Errorf("run %d left %d temp files in the cache, more than the 2 writes -j 2 has in flight", i, temps-lastTemps)
+		}
+		lastTemps = temps
 		maxTemps = max(maxTemps, temps)
 		verifyTime += vt
 		if killed {
@@ -171,12 +175,16 @@ func TestCrashLoop(t *testing.T) {
 			t.Errorf("run %d got to the end with outputs unlike the golden run: %s", i, d)
 		}
 		w.reset() // start again, so that every kill interrupts real work
+		lastTemps = 0
 	}
 	w.run("run", "-j", "2")
 	if d := sameTree(w.tree(), want); d != "" {
 		t.Errorf("the last run's outputs differ from the golden run: %s", d)
 	}
 	w.verify("after the last run")
+	// The workspace's own temp files (of state.json, digests, ...) left
+	// by kills are gone too: each run clears those of the run it follows.
+	w.checkWorkspaceTemps("after the last run")
 
 	// GC, once the temp files are old, clears every one the kills left.
 	c, err := cache.Open(w.cache)
@@ -226,6 +234,18 @@ func (w *crashWS) finishedPhases() (done, known map[string]bool) {
 		known[id] = true
 	}
 	return done, known
+}
+
+// checkWorkspaceTemps fails the test if temp files of the workspace's
+// state files are left in .cairn: a run clears those a killed run left.
+func (w *crashWS) checkWorkspaceTemps(when string) {
+	w.t.Helper()
+	wsTemps, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", ".*.tmp-*"))
+	runTemps, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", "runs", "*", ".*.tmp-*"))
+	if n := len(wsTemps) + len(runTemps); n > 0 {
+		w.errs++
+		w.t.Errorf("%s: %d temp files left in the workspace's .cairn: %v", when, n, append(wsTemps, runTemps...))
+	}
 }
 
 // checkStates fails the test if any run record does not parse: state

@@ -83,7 +83,8 @@ func Set(f FS) (restore func()) {
 }
 
 // WriteFileAtomic writes data to path through a temp file in the same
-// directory and a rename, so a reader sees the old or the new content,
+// directory, named .<name>.tmp-<pid>-<random> (so that a process that
+// finds one can tell whether its writer is alive), and a rename, so a reader sees the old or the new content,
 // never a mix. With syncFile the temp file is fsynced before the rename,
 // so a power cut cannot leave path naming a file whose data never reached
 // the disk; with syncDir the directory is fsynced after it, so the rename
@@ -99,7 +100,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode, label string, s
 		if err = failpoint.Hit(label + ".create-tmp"); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%016x", filepath.Base(path), rand.Uint64()))
+		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%016x", filepath.Base(path), os.Getpid(), rand.Uint64()))
 		f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			break
