@@ -71,4 +71,3 @@ func TestErrnoRun(t *testing.T) {
 	t.Logf("FIGURE T15 run_combinations=%d run_succeeded=%d run_failed=%d said_what_failed=%d partial_objects=0 wall=%.1fs",
 		n, succeeded, failed, warned, time.Since(began).Seconds())
 }
-
