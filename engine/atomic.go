@@ -25,9 +25,50 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 	return fsx.WriteFileAtomic(path, data, perm, label, durable, durable)
 }
 
+// removeRestoreTemps removes the temp files a restore of the cache leaves
+// next to an output (.<name>.cairn-<16 hex>, see cache.RestoreFile) when
+// its cairn dies: one directory listing per directory holding outputs.
+// Called only after a run died, with the workspace lock held, so no
+// restore of this workspace is under way.
+func (e *Engine) removeRestoreTemps() {
+	seen := map[string]bool{}
+	for out := range e.producer {
+		dir := filepath.Dir(e.ws.Abs(out))
+		if seen[dir] {
+			continue
+		}
+		seen[dir] = true
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, ent := range ents {
+			name := ent.Name()
+			i := strings.LastIndex(name, ".cairn-")
+			if !strings.HasPrefix(name, ".") || i < 0 || !isHex16(name[i+len(".cairn-"):]) || !ent.Type().IsRegular() {
+				continue
+			}
+			_ = os.Remove(filepath.Join(dir, name))
+		}
+	}
+}
+
+func isHex16(s string) bool {
+	if len(s) != 16 {
+		return false
+	}
+	for _, c := range s {
+		if !strings.ContainsRune("0123456789abcdef", c) {
+			return false
+		}
+	}
+	return true
+}
+
 // removeStaleTemps removes the temp files writeFileAtomic leaves behind
 // when its process dies between creating and renaming one: in .cairn/ and
-// in the folder of the run that died (named by .cairn/current). Only temps
+// in the folder of the run that died (named by .cairn/current), and the
+// restore temps next to outputs that run may have left. Only state temps
 // whose writer (the pid in the name) is gone are removed, so a cairn plan
 // saving digests meanwhile is not disturbed.
 func (e *Engine) removeStaleTemps() {
@@ -36,6 +77,7 @@ func (e *Engine) removeStaleTemps() {
 		if id := strings.TrimSpace(string(b)); id != "" && filepath.IsLocal(id) && !strings.ContainsRune(id, filepath.Separator) {
 			dirs = append(dirs, filepath.Join(e.ws.RunsDir(), id))
 		}
+		e.removeRestoreTemps()
 	}
 	for _, dir := range dirs {
 		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -13,7 +15,7 @@ import (
 )
 
 // TestFailpointSweep is RELIABILITY.md T2: for every failpoint label an
-// ordinary run passes and k in {1, last} ({1, 2, 3, last} in the long
+// ordinary run passes (and GC's and quarantine's) and k in {1, last} ({1, 2, 3, last} in the long
 // tier), a run is killed at the k-th hit of that label
 // (label=(k-1)*off->kill), then run again without faults. Every
 // combination must leave the cache valid (Verify), every run record
@@ -96,6 +98,70 @@ func TestFailpointSweep(t *testing.T) {
 			if !failed && w.errs == errsBefore {
 				c.passed++
 				passed++
+			}
+		}
+	}
+
+	// GC and quarantine are not part of a run: kill cairn cache gc at
+	// its first and last removal, and a run at the first quarantine of
+	// a blob damaged on disk.
+	for _, k := range []int{1, 3} {
+		total++
+		name := fmt.Sprintf("gc.unlink k=%d", k)
+		w.reset()
+		w.run("run", "-j", "2")
+		errsBefore := w.errs
+		out, err := w.cmd([]string{fmt.Sprintf("CAIRN_FAILPOINTS=gc.unlink=%d*off->kill", k-1)}, "cache", "gc", "--max-size", "1").CombinedOutput()
+		if !exitedBySignal(err) {
+			t.Errorf("%s: cairn cache gc was not killed: %v\n%s", name, err, out)
+			continue
+		}
+		w.verify(name + ": after the kill")
+		w.run("run", "-j", "2")
+		if d := sameTree(w.tree(), want); d != "" {
+			t.Errorf("%s: outputs after the kill differ from the golden run: %s", name, d)
+		} else if w.verify(name + ": after the run that followed"); w.errs == errsBefore {
+			passed++
+			if matrix["gc.unlink"] == nil {
+				matrix["gc.unlink"], labels = map[string]*cell{}, append(labels, "gc.unlink")
+			}
+			matrix["gc.unlink"][map[int]string{1: "1", 3: "last"}[k]] = &cell{1, 1}
+		}
+	}
+	{
+		total++
+		name := "quarantine.rename k=1"
+		w.reset()
+		w.run("run", "-j", "2")
+		blobs, _ := filepath.Glob(filepath.Join(w.cache, "cas", "*", "*"))
+		var victim string
+		for _, b := range blobs {
+			if st, err := os.Stat(b); err == nil && st.Size() > 1000 {
+				victim = b
+				break
+			}
+		}
+		if err := os.Chmod(victim, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(victim, bytes.Repeat([]byte("x"), 1001), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(filepath.Join(w.ws, "out")); err != nil {
+			t.Fatal(err)
+		}
+		os.Mkdir(filepath.Join(w.ws, "out"), 0o755)
+		out, err := w.cmd([]string{"CAIRN_FAILPOINTS=quarantine.rename=kill"}, "run", "-j", "2").CombinedOutput()
+		if !exitedBySignal(err) {
+			t.Errorf("%s: the run was not killed: %v\n%s", name, err, out)
+		} else {
+			errsBefore := w.errs
+			w.run("run", "-j", "2")
+			if d := sameTree(w.tree(), want); d != "" {
+				t.Errorf("%s: outputs after the kill differ from the golden run: %s", name, d)
+			} else if w.verify(name + ": after the run that followed"); w.errs == errsBefore {
+				passed++
+				matrix["quarantine.rename"], labels = map[string]*cell{"1": {1, 1}}, append(labels, "quarantine.rename")
 			}
 		}
 	}
