@@ -105,7 +105,7 @@ func TestFailpointSweep(t *testing.T) {
 	// GC and quarantine are not part of a run: kill cairn cache gc at
 	// its first and last removal, and a run at the first quarantine of
 	// a blob damaged on disk.
-	for _, k := range []int{1, 3} {
+	for _, k := range []int{1, phases} { // one entry per phase
 		total++
 		name := fmt.Sprintf("gc.unlink k=%d", k)
 		w.reset()
@@ -125,7 +125,7 @@ func TestFailpointSweep(t *testing.T) {
 			if matrix["gc.unlink"] == nil {
 				matrix["gc.unlink"], labels = map[string]*cell{}, append(labels, "gc.unlink")
 			}
-			matrix["gc.unlink"][map[int]string{1: "1", 3: "last"}[k]] = &cell{1, 1}
+			matrix["gc.unlink"][map[bool]string{true: "1", false: "last"}[k == 1]] = &cell{1, 1}
 		}
 	}
 	{
