@@ -63,7 +63,7 @@ func (c *Dir) putEntryBytes(key ActionID, b []byte, refs []blobRef) error {
 			return err
 		}
 		if !existed {
-			return syncDir(filepath.Dir(dst))
+			return t.syncDir(filepath.Dir(dst))
 		}
 		_, err = c.getLocalEntry(key)
 		switch {

@@ -7,8 +7,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/internal/failpoint"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // This file holds every operation that creates, writes, syncs, renames,
@@ -16,6 +20,11 @@ import (
 // The rest of the package calls only these, so permissions, fault injection
 // and other filesystems have one place to hook in. The write protocol they
 // implement is described in FORMAT.md.
+//
+// The write protocol's operations go through the file layer fsx.Get(), and
+// each step is marked with a failpoint named <object>.<step> (blob.fsync,
+// ac.link, ...; failpoint.Labels lists them), so tests can fail, pause or
+// kill the process at any step.
 
 // Modes before the umask. Objects are made read-only once written (see
 // tempFile.commit) so an edit through a hard link fails loudly instead of
@@ -43,11 +52,11 @@ type perms struct{ shared bool }
 // mkdir creates one directory. In a shared cache it gets sharedDirPerm
 // exactly, whatever the umask.
 func (p perms) mkdir(dir string) error {
-	if err := os.Mkdir(dir, dirPerm); err != nil {
+	if err := fsx.Get().Mkdir(dir, dirPerm); err != nil {
 		return err
 	}
 	if p.shared {
-		return os.Chmod(dir, sharedDirPerm|fs.ModeSetgid)
+		return fsx.Get().Chmod(dir, sharedDirPerm|fs.ModeSetgid)
 	}
 	return nil
 }
@@ -136,20 +145,38 @@ func openObject(path string) (*os.File, error) {
 
 // tempFile is a file being written that no reader can see yet.
 type tempFile struct {
-	f    *os.File
+	f    fsx.File
 	path string
-	p    perms // how commit sets the mode, and publish makes directories
+	p    perms  // how commit sets the mode, and publish makes directories
+	fp   string // failpoint prefix: "blob", "ac", "meta" or "restore"
+}
+
+// failpointPrefix names the object a temp file becomes, from its prefix.
+func failpointPrefix(prefix string) string {
+	switch {
+	case prefix == "blob-":
+		return "blob"
+	case prefix == "entry-":
+		return "ac"
+	case strings.HasPrefix(prefix, "."):
+		return "restore"
+	}
+	return "meta"
 }
 
 // createTemp creates a new, empty file in dir named prefix plus a random
 // suffix, with O_EXCL so two writers (on two machines sharing the directory)
 // never share a temp file.
 func createTemp(dir, prefix string, perm fs.FileMode, pm perms) (*tempFile, error) {
+	fp := failpointPrefix(prefix)
 	for try := 0; ; try++ {
+		if err := failpoint.Hit(fp + ".create-tmp"); err != nil {
+			return nil, err
+		}
 		p := filepath.Join(dir, fmt.Sprintf("%s%016x", prefix, rand.Uint64()))
-		f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
+		f, err := fsx.Get().OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, perm)
 		if err == nil {
-			return &tempFile{f: f, path: p, p: pm}, nil
+			return &tempFile{f: f, path: p, p: pm, fp: fp}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) || try >= 100 {
 			return nil, err
@@ -158,17 +185,31 @@ func createTemp(dir, prefix string, perm fs.FileMode, pm perms) (*tempFile, erro
 }
 
 // Write writes to the temp file.
-func (t *tempFile) Write(p []byte) (int, error) { return t.f.Write(p) }
+func (t *tempFile) Write(p []byte) (int, error) {
+	if err := failpoint.Hit(t.fp + ".write"); err != nil {
+		return 0, err
+	}
+	return t.f.Write(p)
+}
 
 // commit makes the temp file's bytes durable and read-only: chmod, then
 // Sync, then Close, checking every error. After commit it may be published.
 func (t *tempFile) commit() error {
 	st, err := t.f.Stat()
 	if err == nil {
+		err = failpoint.Hit(t.fp + ".chmod")
+	}
+	if err == nil {
 		err = t.f.Chmod(t.p.objectMode(st.Mode()))
 	}
 	if err == nil {
+		err = failpoint.Hit(t.fp + ".fsync")
+	}
+	if err == nil {
 		err = t.f.Sync()
+	}
+	if err == nil {
+		err = failpoint.Hit(t.fp + ".close")
 	}
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
@@ -200,7 +241,8 @@ func (t *tempFile) abort() {
 		t.f = nil
 	}
 	if t.path != "" {
-		os.Remove(t.path)
+		failpoint.Hit(t.fp + ".remove-tmp")
+		fsx.Get().Remove(t.path)
 		t.path = ""
 	}
 }
@@ -215,13 +257,18 @@ func (t *tempFile) abort() {
 // remove the temp file.
 func publish(t *tempFile, dst string) (existed bool, err error) {
 	for try := 0; ; try++ {
-		err = os.Link(t.path, dst)
+		if err = failpoint.Hit(t.fp + ".link"); err == nil {
+			err = fsx.Get().Link(t.path, dst)
+		}
 		switch {
 		case err == nil:
 			return false, nil
 		case errors.Is(err, fs.ErrExist):
 			return true, nil
 		case errors.Is(err, fs.ErrNotExist) && try == 0:
+			if err := failpoint.Hit(t.fp + ".mkdir"); err != nil {
+				return false, err
+			}
 			if err := mkdirSynced(filepath.Dir(dst), t.p); err != nil {
 				return false, err
 			}
@@ -273,24 +320,25 @@ func mkdirIfMissing(dir string, p perms) (created bool, err error) {
 // Filesystems that cannot sync directories (EINVAL, ENOTSUP) are accepted,
 // as restic does.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
+	err := fsx.Get().SyncDir(dir)
 	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) {
 		return nil
 	}
 	return err
 }
 
+// syncDir syncs the directory the temp file was just published into.
+func (t *tempFile) syncDir(dir string) error {
+	if err := failpoint.Hit(t.fp + ".fsync-dir"); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
 // replace renames the temp file over dst, replacing whatever is there. Only
 // for restore targets in a workspace, never for cache objects.
 func replace(t *tempFile, dst string) error {
-	if err := os.Rename(t.path, dst); err != nil {
+	if err := fsx.Get().Rename(t.path, dst); err != nil {
 		return err
 	}
 	t.path = ""
@@ -299,14 +347,19 @@ func replace(t *tempFile, dst string) error {
 
 // moveAside renames src to dst, which must not exist (dst has a random
 // name). Used to quarantine objects.
-func moveAside(src, dst string) error { return os.Rename(src, dst) }
+func moveAside(src, dst string) error {
+	if err := failpoint.Hit("quarantine.rename"); err != nil {
+		return err
+	}
+	return fsx.Get().Rename(src, dst)
+}
 
 // unlink removes a file; used to undo a quarantine move of the wrong file.
-func unlink(path string) error { return os.Remove(path) }
+func unlink(path string) error { return fsx.Get().Remove(path) }
 
 // linkBack links a file back to its old name without replacing anything.
 func linkBack(src, dst string) error {
-	err := os.Link(src, dst)
+	err := fsx.Get().Link(src, dst)
 	if errors.Is(err, fs.ErrExist) {
 		return nil
 	}
@@ -366,7 +419,10 @@ func touchObject(path string) { touch(path, time.Now()) }
 // removeFile removes one file or empty directory for GC or repair. A file
 // already gone is success: another GC or a quarantine removed it first.
 func removeFile(path string) error {
-	err := os.Remove(path)
+	if err := failpoint.Hit("gc.unlink"); err != nil {
+		return err
+	}
+	err := fsx.Get().Remove(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -170,7 +170,7 @@ func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) er
 			return err
 		}
 		if !existed {
-			return syncDir(filepath.Dir(dst))
+			return t.syncDir(filepath.Dir(dst))
 		}
 		// Lost a race; check what won on the next turn.
 	}

@@ -188,7 +188,7 @@ func (c *Dir) writeOnce(name string, b []byte) error {
 	if _, err := publish(t, dst); err != nil {
 		return err
 	}
-	return syncDir(c.root)
+	return t.syncDir(c.root)
 }
 
 // Root returns the absolute path of the cache directory.

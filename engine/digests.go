@@ -3,6 +3,8 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -96,6 +98,17 @@ func LoadMemory(path string) *Memory {
 }
 
 func parseMemory(data []byte) (map[string]memEntry, error) {
+	// The last line is "sum <SHA-256 of the lines before it>": a file cut
+	// short or damaged is dropped whole rather than half used.
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		return nil, fmt.Errorf("cut short")
+	}
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	sum := sha256.Sum256(data[:i])
+	if string(data[i:len(data)-1]) != "sum "+hex.EncodeToString(sum[:]) {
+		return nil, fmt.Errorf("checksum missing or wrong")
+	}
+	data = data[:i]
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	if !sc.Scan() || sc.Text() != digestsHeader {
@@ -213,6 +226,8 @@ func (m *Memory) Save() error {
 		e := m.entries[k]
 		fmt.Fprintf(&buf, "%s %d %d %d %d %o %d %s\n", e.digest, e.size, e.mtime, e.ctime, e.ino, e.mode, e.recorded, k)
 	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.WriteString("sum " + hex.EncodeToString(sum[:]) + "\n")
 	if err := writeFileAtomic(m.path, buf.Bytes(), 0o644, false); err != nil {
 		return err
 	}

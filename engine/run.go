@@ -127,6 +127,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	e.removeStaleTemps()
 	e.recoverStaleRun()
 	// The session tells cairn cache gc what this run uses, and cairn cache
 	// stats how often it hit; it is advisory, so a failure only warns.

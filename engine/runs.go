@@ -52,6 +52,25 @@ func (w *Workspace) Runs() ([]*RunState, error) {
 	return out, nil
 }
 
+// DamagedRuns returns the error of every run record that is damaged
+// (ErrDamagedState), which Runs skips.
+func (w *Workspace) DamagedRuns() []error {
+	ents, err := os.ReadDir(w.RunsDir())
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, ent := range ents {
+		if !ent.IsDir() {
+			continue
+		}
+		if _, err := ReadState(w.StatePath(ent.Name())); errors.Is(err, ErrDamagedState) {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // settle marks a run recorded as running as interrupted when its process
 // is gone: its pid is dead (on this host), or its heartbeat is stale.
 func (w *Workspace) settle(st *RunState) {
@@ -111,7 +130,14 @@ func (e *UnknownRunError) Error() string {
 
 // FindRun returns the record of run id, or of the latest run when id is
 // empty. A unique prefix of an id is accepted.
+//
+// A damaged record (ErrDamagedState) is an error when it is the one asked
+// for, or the latest when id is empty: falling back to another run would
+// silently resume or show the wrong one.
 func (w *Workspace) FindRun(id string) (*RunState, error) {
+	if err := w.damagedRecord(id); err != nil {
+		return nil, err
+	}
 	runs, err := w.Runs()
 	if err != nil {
 		return nil, err
@@ -140,6 +166,52 @@ func (w *Workspace) FindRun(id string) (*RunState, error) {
 		return match[0], nil
 	}
 	return nil, &UnknownRunError{ID: id, Known: ids}
+}
+
+// damagedRecord returns the error of the record FindRun(id) would pick by
+// directory name (the latest run directory with a state.json when id is
+// empty; run ids sort by start time) if that record is damaged.
+func (w *Workspace) damagedRecord(id string) error {
+	ents, err := os.ReadDir(w.RunsDir())
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, ent := range ents {
+		if ent.IsDir() {
+			if _, err := os.Lstat(w.StatePath(ent.Name())); err == nil {
+				names = append(names, ent.Name())
+			}
+		}
+	}
+	sort.Strings(names)
+	pick := ""
+	switch {
+	case len(names) == 0:
+		return nil
+	case id == "":
+		pick = names[len(names)-1]
+	default:
+		for _, n := range names {
+			if n == id {
+				pick = n
+				break
+			}
+			if strings.HasPrefix(n, id) {
+				if pick != "" {
+					return nil // ambiguous: FindRun says so
+				}
+				pick = n
+			}
+		}
+	}
+	if pick == "" {
+		return nil
+	}
+	if _, err := ReadState(w.StatePath(pick)); errors.Is(err, ErrDamagedState) {
+		return err
+	}
+	return nil
 }
 
 // CurrentRun returns the id of the run in progress, or "".

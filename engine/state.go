@@ -1,16 +1,23 @@
 package engine
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"time"
 )
 
-// StateSchemaVersion is the version of state.json's layout.
-const StateSchemaVersion = 1
+// StateSchemaVersion is the version of state.json's layout. Version 2 adds
+// the checksum member (see marshalState); version 1 files, without it,
+// are still read.
+const StateSchemaVersion = 2
 
 // Run statuses.
 const (
@@ -182,13 +189,56 @@ func (sf *stateFile) write(durable bool) error {
 	return writeFileAtomic(sf.path, b, 0o600, durable)
 }
 
+// marshalState encodes st as indented JSON whose last member is
+//
+//	"checksum": "sha256:<64 hex>"
+//
+// the SHA-256 of the same document without that member (the bytes up to
+// the comma before it, followed by "\n}"). So any damage to the file (a
+// torn write, a flipped bit) is detected when it is read, while it stays
+// plain JSON for people and tools.
 func marshalState(st *RunState) ([]byte, error) {
-	b, err := json.MarshalIndent(st, "", "  ")
+	cp := *st
+	cp.SchemaVersion = StateSchemaVersion
+	b, err := json.MarshalIndent(&cp, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
-	return append(b, '\n'), nil
+	sum := sha256.Sum256(b)
+	out := make([]byte, 0, len(b)+100)
+	out = append(out, b[:len(b)-2]...) // without the closing "\n}"
+	out = append(out, ",\n  \"checksum\": \"sha256:"...)
+	out = append(out, hex.EncodeToString(sum[:])...)
+	out = append(out, "\"\n}\n"...)
+	return out, nil
 }
+
+// checksumTail matches the checksum member marshalState appends.
+var checksumTail = regexp.MustCompile(`,\n  "checksum": "sha256:([0-9a-f]{64})"\n}\n?$`)
+
+// ErrDamagedState matches a *DamagedStateError.
+var ErrDamagedState = errors.New("run record damaged")
+
+// DamagedStateError reports a state.json that cannot be trusted: empty,
+// cut short, not JSON, failing its checksum, or of an unknown version. The
+// phases the run finished are still in the cache, so a new run gets them
+// back as cache hits; only the record of the run itself is lost.
+type DamagedStateError struct {
+	Path  string
+	Cause string
+	Newer bool // written by a newer cairn, not damaged
+}
+
+func (e *DamagedStateError) Error() string {
+	dir := filepath.Dir(e.Path)
+	if e.Newer {
+		return fmt.Sprintf("run record %s %s: upgrade cairn to read it, or start a new run with cairn run", e.Path, e.Cause)
+	}
+	return fmt.Sprintf("run record %s is damaged (%s); the results of the phases it finished are still in the cache: "+
+		"cairn run starts again and gets them back as cache hits. Remove the record with: rm -r %s", e.Path, e.Cause, dir)
+}
+
+func (e *DamagedStateError) Is(target error) bool { return target == ErrDamagedState }
 
 // Close stops the background loop and writes the final state durably.
 func (sf *stateFile) Close() error {
@@ -197,15 +247,42 @@ func (sf *stateFile) Close() error {
 	return sf.write(true)
 }
 
-// ReadState reads a run's state.json.
+// ReadState reads a run's state.json. A file that is damaged (see
+// DamagedStateError) is an error matching ErrDamagedState; a missing one
+// an error matching fs.ErrNotExist.
 func ReadState(path string) (*RunState, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	damaged := func(format string, args ...any) (*RunState, error) {
+		return nil, &DamagedStateError{Path: path, Cause: fmt.Sprintf(format, args...)}
+	}
+	if len(b) == 0 {
+		return damaged("empty file")
+	}
+	m := checksumTail.FindSubmatchIndex(b)
+	if m != nil {
+		body := append(b[:m[0]:m[0]], "\n}"...)
+		sum := sha256.Sum256(body)
+		if hex.EncodeToString(sum[:]) != string(b[m[2]:m[3]]) {
+			return damaged("checksum mismatch: the content changed after it was written")
+		}
+	}
 	var st RunState
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
+		return damaged("not valid JSON: %v", err)
+	}
+	switch {
+	case st.SchemaVersion > StateSchemaVersion:
+		return nil, &DamagedStateError{Path: path, Newer: true,
+			Cause: fmt.Sprintf("has schema version %d, newer than this cairn's %d", st.SchemaVersion, StateSchemaVersion)}
+	case st.SchemaVersion < 1:
+		return damaged("no valid schema_version")
+	case st.SchemaVersion >= 2 && m == nil:
+		return damaged("its checksum is missing or garbled")
+	case st.RunID == "" || st.Phases == nil || bytes.ContainsAny([]byte(st.RunID), "/\x00"):
+		return damaged("run_id or phases missing")
 	}
 	return &st, nil
 }

@@ -117,7 +117,7 @@ spec to raise a budget.`,
 // nothingToResume wraps err with the list of runs.
 func nothingToResume(ws engine.Workspace, err error) error {
 	var unknown *engine.UnknownRunError
-	if errors.As(err, &unknown) {
+	if errors.As(err, &unknown) || errors.Is(err, engine.ErrDamagedState) {
 		return err
 	}
 	runs, _ := ws.Runs()
@@ -270,6 +270,9 @@ func newRunsCommand(g *globals) *cobra.Command {
 			runs, err := ws.Runs()
 			if err != nil {
 				return err
+			}
+			for _, derr := range ws.DamagedRuns() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", derr)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

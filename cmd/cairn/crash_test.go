@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
@@ -12,12 +10,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/failpoint"
 )
 
 // buildCairn builds the cairn binary once per test binary run.
@@ -31,92 +32,12 @@ func buildCairn(t *testing.T) string {
 	return bin
 }
 
-// crashSpec is a 20-phase experiment in four layers of five; each phase
-// concatenates the outputs of the whole layer above it and records its
-// start.
-func crashSpec() string {
-	var b strings.Builder
-	for layer := 0; layer < 4; layer++ {
-		for j := 0; j < 5; j++ {
-			name := fmt.Sprintf("p%d%d", layer, j)
-			var ins []string
-			if layer > 0 {
-				for k := 0; k < 5; k++ {
-					ins = append(ins, fmt.Sprintf("out/p%d%d.txt", layer-1, k))
-				}
-			}
-			// Shell builtins only: one process per phase keeps 50 kills
-			// affordable on a slow machine.
-			cmd := fmt.Sprintf(`echo "%s $CAIRN_RUN_ID" >> starts.log; { echo %s; for f in %s; do while IFS= read -r l; do echo "$l"; done < $f; done; } > out/%s.txt`,
-				name, name, strings.Join(ins, " "), name)
-			fmt.Fprintf(&b, "phase %q {\n  command = %q\n  inputs  = %s\n  outputs = [\"out/%s.txt\"]\n}\n\n",
-				name, cmd, hclList(ins), name)
-		}
-	}
-	return b.String()
-}
-
 func hclList(s []string) string {
 	q := make([]string, len(s))
 	for i, x := range s {
 		q[i] = fmt.Sprintf("%q", x)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-type crashState struct {
-	RunID   string    `json:"run_id"`
-	Started time.Time `json:"started"`
-	Phases  map[string]struct {
-		Status string `json:"status"`
-	} `json:"phases"`
-}
-
-func readStates(t *testing.T, ws string) []crashState {
-	files, _ := filepath.Glob(filepath.Join(ws, ".cairn", "runs", "*", "state.json"))
-	var out []crashState
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st crashState
-		if err := json.Unmarshal(b, &st); err != nil {
-			// state.json is written atomically: it must always parse.
-			t.Fatalf("%s: %v", f, err)
-		}
-		out = append(out, st)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Started.Before(out[j].Started) })
-	return out
-}
-
-// finished returns the phases some run recorded as done.
-func finished(states []crashState) map[string]bool {
-	done := map[string]bool{}
-	for _, st := range states {
-		for name, ps := range st.Phases {
-			switch ps.Status {
-			case "succeeded", "cached", "restored":
-				done[name] = true
-			}
-		}
-	}
-	return done
-}
-
-func startsOf(t *testing.T, ws, runID string) []string {
-	b, err := os.ReadFile(filepath.Join(ws, "starts.log"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if name, id, ok := strings.Cut(line, " "); ok && id == runID {
-			names = append(names, name)
-		}
-	}
-	return names
 }
 
 func outputs(t *testing.T, ws string) map[string]string {
@@ -132,127 +53,212 @@ func outputs(t *testing.T, ws string) map[string]string {
 	return m
 }
 
-// TestCrashLoop kills a running cairn with SIGKILL at 50 random moments,
-// running it again each time: no phase recorded as finished before a kill
-// ever runs again, the final outputs equal those of an uninterrupted run,
-// and every object in the cache verifies.
+// TestCrashLoop is RELIABILITY.md T1: cairn runs the generated experiment
+// on one cache and is SIGKILLed (its whole process group) at a random
+// moment, again and again. After every kill cache.Verify finds no corrupt
+// and no dangling object, every run record parses, and no phase a run
+// recorded as finished runs again; runs that get to the end produce the
+// golden outputs, and so does a last run. The failpoint trace of each
+// killed run says which protocol step it was at (the labels in flight);
+// temp files left by the kills are cleared by GC.
 func TestCrashLoop(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash loop: skipped with -short")
-	}
-	bin := buildCairn(t)
-	spec := crashSpec()
-	setup := func(name string) (ws, cacheDir string) {
-		root := t.TempDir()
-		ws = filepath.Join(root, name)
-		cacheDir = filepath.Join(root, "cache")
-		if err := os.MkdirAll(ws, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(ws, "experiment.hcl"), []byte(spec), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return ws, cacheDir
-	}
-	run := func(ws, cacheDir string) *exec.Cmd {
-		cmd := exec.Command(bin, "run", "-j", "4")
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "CAIRN_CACHE_DIR="+cacheDir, "NO_COLOR=1")
-		return cmd
-	}
-
-	// The reference: one uninterrupted run.
-	refWS, refCache := setup("ref")
 	began := time.Now()
-	if out, err := run(refWS, refCache).CombinedOutput(); err != nil {
-		t.Fatalf("reference run: %v\n%s", err, out)
+	iterations := 30
+	if crashLong() {
+		iterations = 200
 	}
-	full := time.Since(began)
-	want := outputs(t, refWS)
-	if len(want) != 20 {
-		t.Fatalf("reference run produced %d outputs, want 20", len(want))
-	}
+	root := scratchRoot(t)
+	spec := genDAG(12, 1)
+	golden := newCrashWS(t, root, "golden", spec)
+	start := time.Now()
+	golden.run("run", "-j", "2")
+	full := time.Since(start)
+	want := golden.tree()
 
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d; an uninterrupted run takes %s", seed, full)
+	if s, err := strconv.ParseUint(os.Getenv("CAIRN_CRASH_SEED"), 10, 64); err == nil {
+		seed = s
+	}
+	t.Logf("seed %d (CAIRN_CRASH_SEED repeats it); an uninterrupted run takes %s", seed, full)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	ws, cacheDir := setup("ws")
-	kills := 0
-	for i := 0; kills < 50; i++ {
-		if i > 500 {
-			t.Fatalf("only %d of 50 kills landed in 500 runs", kills)
+	w := newCrashWS(t, root, "ws", spec)
+	trace := filepath.Join(w.root, "trace")
+	inFlight := map[string]bool{}
+	kills, completions, maxTemps, lastTemps := 0, 0, 0, 0
+	var verifyTime time.Duration
+	var protocol []string
+	for _, l := range failpoint.Labels {
+		if strings.HasPrefix(l, "blob.") || strings.HasPrefix(l, "ac.") || strings.HasPrefix(l, "state.") || strings.HasPrefix(l, "ws.") {
+			protocol = append(protocol, l)
 		}
-		prior := readStates(t, ws)
-		before := finished(prior)
-		seen := map[string]bool{}
-		for _, st := range prior {
-			seen[st.RunID] = true
+	}
+	for i := range iterations {
+		done, known := w.finishedPhases()
+		os.Remove(trace)
+		env := []string{"CAIRN_FAILPOINT_TRACE=" + trace}
+		target, hits := "", 0
+		if rng.IntN(4) != 0 {
+			// Most runs pause 20 ms at every hit of one protocol step
+			// and are killed while paused at its 1st to 3rd hit (the
+			// trace says when), so that kills land inside every step;
+			// the others are killed at a random moment.
+			target, hits = protocol[rng.IntN(len(protocol))], 1+rng.IntN(3)
+			env = append(env, "CAIRN_FAILPOINTS="+target+"=sleep(20)")
 		}
-		cmd := run(ws, cacheDir)
+		cmd := w.cmd(env, "run", "-j", "2")
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Later runs have less left to do: kill within the first 60% of
-		// an uninterrupted run's time so that most kills land mid-run.
-		delay := time.Duration(rng.Int64N(int64(full * 6 / 10)))
-		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		kill := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		exited := make(chan struct{})
+		var delay time.Duration
+		timer := time.AfterFunc(time.Hour, kill)
+		timer.Stop()
+		if target == "" {
+			// Later runs have less left to do: most kills land within
+			// the first 80% of an uninterrupted run.
+			delay = time.Duration(rng.Int64N(int64(full * 8 / 10)))
+			timer.Reset(delay)
+		} else {
+			go func() {
+				tick := time.NewTicker(2 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-exited:
+						return
+					case <-tick.C:
+						if labelCounts(traceLabels(t, trace))[target] >= hits {
+							kill()
+							return
+						}
+					}
+				}
+			}()
+		}
 		err := cmd.Wait()
 		timer.Stop()
-		killed := false
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				killed = true
-			}
-		}
+		close(exited)
+		killed := exitedBySignal(err)
 		if err != nil && !killed {
 			t.Fatalf("run %d failed on its own: %v\n%s", i, err, out.String())
 		}
-		for _, st := range readStates(t, ws) {
-			if seen[st.RunID] {
+		if labels := traceLabels(t, trace); killed && len(labels) > 0 {
+			inFlight[labels[len(labels)-1]] = true
+		}
+		w.checkStates(fmt.Sprintf("after run %d", i))
+		for id, ran := range w.counts() {
+			if known[id] {
 				continue
 			}
-			// This run's record (absent when it was killed before
-			// writing one, and then it started no phase).
-			for _, name := range startsOf(t, ws, st.RunID) {
-				if before[name] {
-					t.Fatalf("run %d (%s) ran %s again, which an earlier run had finished", i, st.RunID, name)
+			for name := range ran {
+				if done[name] {
+					t.Errorf("run %d (%s) ran %s again, which an earlier run had recorded as finished", i, id, name)
 				}
 			}
 		}
+		temps, vt := w.verify(fmt.Sprintf("after run %d (killed %v, at %s hit %d or after %s)", i, killed, target, hits, delay))
+		if temps-lastTemps > 2 {
+			t.Errorf("run %d left %d temp files in the cache, more than the 2 writes -j 2 has in flight", i, temps-lastTemps)
+		}
+		lastTemps = temps
+		maxTemps = max(maxTemps, temps)
+		verifyTime += vt
 		if killed {
 			kills++
-		} else {
-			// The run got to the end: start again from scratch so that
-			// every kill interrupts real work.
-			if err := os.RemoveAll(filepath.Join(ws, ".cairn")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.RemoveAll(filepath.Join(ws, "out")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.RemoveAll(cacheDir); err != nil {
-				t.Fatal(err)
-			}
+			continue
 		}
+		completions++
+		if d := sameTree(w.tree(), want); d != "" {
+			t.Errorf("run %d got to the end with outputs unlike the golden run: %s", i, d)
+		}
+		w.reset() // start again, so that every kill interrupts real work
+		lastTemps = 0
+	}
+	w.run("run", "-j", "2")
+	if d := sameTree(w.tree(), want); d != "" {
+		t.Errorf("the last run's outputs differ from the golden run: %s", d)
+	}
+	w.verify("after the last run")
+	// The workspace's own temp files (of state.json, digests, ...) left
+	// by kills are gone too: each run clears those of the run it follows.
+	w.checkWorkspaceTemps("after the last run")
+
+	// GC, once the temp files are old, clears every one the kills left.
+	c, err := cache.Open(w.cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(2 * cache.TempGrace)
+	if _, err := c.GC(cache.GCOptions{Now: func() time.Time { return later }}); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(filepath.Join(w.cache, "tmp"))
+	if len(left) > 0 {
+		t.Errorf("GC left %d temp files (%s)", len(left), left[0].Name())
 	}
 
-	// A last run to completion: outputs equal the reference, byte for byte.
-	if out, err := run(ws, cacheDir).CombinedOutput(); err != nil {
-		t.Fatalf("final run: %v\n%s", err, out)
+	var seen []string
+	for l := range inFlight {
+		seen = append(seen, l)
 	}
-	got := outputs(t, ws)
-	if len(got) != len(want) {
-		t.Fatalf("final run left %d outputs, want %d", len(got), len(want))
+	sort.Strings(seen)
+	t.Logf("labels in flight at the kills: %s", strings.Join(seen, " "))
+	t.Logf("FIGURE T1 iterations=%d kills=%d completions=%d labels_in_flight=%d/%d coverage=%.0f%% corrupt=0 dangling=0 max_orphan_tmp=%d verify_ms=%.1f wall=%.1fs",
+		iterations, kills, completions, len(inFlight), len(protocol), 100*float64(len(inFlight))/float64(len(protocol)), maxTemps,
+		float64(verifyTime.Microseconds())/1000/float64(max(1, iterations)), time.Since(began).Seconds())
+}
+
+// finishedPhases returns the phases some run record says finished
+// (succeeded, cached, restored), and the ids of the runs recorded so far,
+// in the records and in counter.log.
+func (w *crashWS) finishedPhases() (done, known map[string]bool) {
+	done, known = map[string]bool{}, map[string]bool{}
+	ws := engine.Workspace{Root: w.ws}
+	runs, err := ws.Runs()
+	if err != nil {
+		w.t.Fatal(err)
 	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("%s = %q, want %q (uninterrupted run)", name, got[name], w)
+	for _, st := range runs {
+		known[st.RunID] = true
+		for name, ps := range st.Phases {
+			switch ps.Status {
+			case engine.StatusSucceeded, engine.StatusCached, engine.StatusRestored:
+				done[name] = true
+			}
 		}
 	}
-	verifyCache(t, cacheDir)
+	for id := range w.counts() {
+		known[id] = true
+	}
+	return done, known
+}
+
+// checkWorkspaceTemps fails the test if temp files of the workspace's
+// state files are left in .cairn: a run clears those a killed run left.
+func (w *crashWS) checkWorkspaceTemps(when string) {
+	w.t.Helper()
+	wsTemps, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", ".*.tmp-*"))
+	runTemps, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", "runs", "*", ".*.tmp-*"))
+	if n := len(wsTemps) + len(runTemps); n > 0 {
+		w.errs++
+		w.t.Errorf("%s: %d temp files left in the workspace's .cairn: %v", when, n, append(wsTemps, runTemps...))
+	}
+}
+
+// checkStates fails the test if any run record does not parse: state
+// files are published atomically, so a kill never leaves a torn one.
+func (w *crashWS) checkStates(when string) {
+	w.t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", "runs", "*", "state.json"))
+	for _, p := range dirs {
+		if _, err := engine.ReadState(p); err != nil {
+			w.errs++
+			w.t.Errorf("%s: %v", when, err)
+		}
+	}
 }
 
 // verifyCache reads back every blob and action entry of the cache: each

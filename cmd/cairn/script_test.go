@@ -12,6 +12,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"cairn": func() { os.Exit(Main()) },
+		// A phase of the crash tests' generated experiment (crashdag_test.go).
+		"cairn-testphase": testPhaseMain,
 	})
 }
 
