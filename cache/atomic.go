@@ -335,16 +335,6 @@ func (t *tempFile) syncDir(dir string) error {
 	return syncDir(dir)
 }
 
-// replace renames the temp file over dst, replacing whatever is there. Only
-// for restore targets in a workspace, never for cache objects.
-func replace(t *tempFile, dst string) error {
-	if err := fsx.Get().Rename(t.path, dst); err != nil {
-		return err
-	}
-	t.path = ""
-	return nil
-}
-
 // moveAside renames src to dst, which must not exist (dst has a random
 // name). Used to quarantine objects.
 func moveAside(src, dst string) error {
