@@ -62,7 +62,7 @@ func killMarked(entry string) {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(env, 0), marker) {
+		if err != nil || !bytes.Contains(append(env, 0), marker) || remoteJobProcess(env) {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {

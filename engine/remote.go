@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cairn-run/cairn/spec"
@@ -173,4 +176,26 @@ func (w *Workspace) IsRunning(id string) bool {
 	}
 	w.settle(st)
 	return st.Status == RunRunning
+}
+
+// remoteJobProcess reports whether a process environment is a Slurm job's.
+// Such a process is followed and cancelled through Slurm, never killed by
+// the local reaper, even when the cluster's node is this machine: a
+// resumed run adopts the job.
+func remoteJobProcess(env []byte) bool {
+	return bytes.HasPrefix(env, []byte("SLURM_JOB_ID=")) || bytes.Contains(env, []byte("\x00SLURM_JOB_ID="))
+}
+
+// staleJobs returns the remote jobs of the run a crashed cairn left
+// current in the workspace, which a new run adopts as a resumed one does.
+func (e *Engine) staleJobs() map[string]*PhaseState {
+	b, err := os.ReadFile(e.ws.currentFile())
+	if err != nil {
+		return nil
+	}
+	st, err := ReadState(e.ws.StatePath(strings.TrimSpace(string(b))))
+	if err != nil || st.Status != RunRunning {
+		return nil
+	}
+	return interruptedJobs(st.Phases)
 }

@@ -123,6 +123,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
+	prevJobs := e.staleJobs()
 	e.recoverStaleRun()
 	// The session tells cairn cache gc what this run uses, and cairn cache
 	// stats how often it hit; it is advisory, so a failure only warns.
@@ -134,7 +135,6 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 
 	var spentBefore Spend
-	var prevJobs map[string]*PhaseState
 	if opts.ResumeOf != "" {
 		prev, err := ReadState(e.ws.StatePath(opts.ResumeOf))
 		if err != nil {

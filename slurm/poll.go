@@ -119,8 +119,14 @@ func (x *Executor) poll() {
 			left = append(left, jb)
 		}
 
-		// Cancels: one scancel for all.
+		// Cancels: one scancel for all. A stop cancels every running phase
+		// at once; their requests arrive within a few milliseconds.
 		if len(cancels) > 0 {
+			time.Sleep(50 * time.Millisecond)
+			x.mu.Lock()
+			cancels = append(cancels, x.cancels...)
+			x.cancels = nil
+			x.mu.Unlock()
 			var ids []string
 			for _, jb := range cancels {
 				jb.canceled = true

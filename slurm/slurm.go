@@ -278,6 +278,13 @@ func (x *Executor) RunRemote(ctx context.Context, j *engine.Job, rj *engine.Remo
 	if logErr == nil {
 		logErr = copyLogs()
 	}
+	if logErr == nil {
+		// The raw output may hold a secret the command printed; the logs
+		// cairn keeps went through its masking.
+		for _, t := range logs {
+			_ = os.Remove(t.path)
+		}
+	}
 	code, err := jb.end.result(ref.ID, ref.Dir)
 	if err == nil && logErr != nil {
 		return -1, fmt.Errorf("copy the output of Slurm job %s: %w", ref.ID, logErr)
@@ -337,7 +344,8 @@ func (x *Executor) submit(ctx context.Context, j *engine.Job, rj *engine.RemoteJ
 	if err := os.RemoveAll(rj.Dir); err != nil {
 		return "", fmt.Errorf("clear the job directory %s: %w", rj.Dir, err)
 	}
-	if err := os.MkdirAll(rj.Dir, 0o755); err != nil {
+	// Private: the job's raw output lands here before cairn masks it.
+	if err := os.MkdirAll(rj.Dir, 0o700); err != nil {
 		return "", fmt.Errorf("create the job directory: %w", err)
 	}
 	script := filepath.Join(rj.Dir, scriptFile)
