@@ -109,12 +109,21 @@ func (x *Executor) poll() {
 			nextQuery = now.Add(interval)
 		}
 
-		// Exit files: the source of truth for a command that ran to its end.
+		// Exit files: the source of truth for a command that ran to its
+		// end. A command that died of a signal may have been killed by
+		// Slurm (time limit, scancel, memory): Slurm's state then says
+		// why, so ask it first.
 		var left []*job
 		for _, jb := range jobs {
 			if code, ok := readExit(jb.dir); ok {
-				x.finish(jb, ending{code: code, fromFile: true, state: jb.state})
-				continue
+				if code < 128 || jb.id == "" {
+					x.finish(jb, ending{code: code, fromFile: true})
+					continue
+				}
+				if !jb.signalled {
+					jb.signalled = true
+					nextQuery = now
+				}
 			}
 			left = append(left, jb)
 		}
@@ -168,6 +177,11 @@ func (x *Executor) poll() {
 						nextQuery = t
 					}
 				}
+				// A command that died of a signal: Slurm says why within
+				// seconds.
+				if t := time.Now().Add(x.o.PollMin); jb.signalled && t.Before(nextQuery) {
+					nextQuery = t
+				}
 			}
 		}
 
@@ -212,19 +226,23 @@ func (x *Executor) queryJobs(ctx context.Context, jobs []*job) (bool, error) {
 		}
 		// Ended, or gone from the controller. The exit file may have
 		// landed since the last look.
+		e := ending{state: r.state, reason: r.reason, gone: !listed}
 		if code, ok := readExit(jb.dir); ok {
-			x.finish(jb, ending{code: code, fromFile: true, state: jb.state})
+			if code >= 128 && listed && killedBySlurm[r.state] {
+				x.finish(jb, x.describe(ctx, jb, e))
+			} else {
+				x.finish(jb, ending{code: code, fromFile: true})
+			}
 			changed = true
 			continue
 		}
-		e := ending{state: r.state, reason: r.reason, gone: !listed}
 		switch {
 		case jb.canceled && listed:
 			// Cancelled by cairn: the caller returns the context's error.
 			x.finish(jb, e)
 			changed = true
 			continue
-		case listed && r.state != "COMPLETED" && r.state != "FAILED":
+		case listed && killedBySlurm[r.state]:
 			// Killed by Slurm: the batch script wrote no exit file.
 			x.finish(jb, x.describe(ctx, jb, e))
 			changed = true

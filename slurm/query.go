@@ -19,6 +19,19 @@ var terminalStates = map[string]bool{
 	"SPECIAL_EXIT":  true,
 }
 
+// killedBySlurm holds the end states where Slurm, not the command, ended
+// the job.
+var killedBySlurm = map[string]bool{
+	"CANCELLED":     true,
+	"TIMEOUT":       true,
+	"OUT_OF_MEMORY": true,
+	"NODE_FAIL":     true,
+	"BOOT_FAIL":     true,
+	"DEADLINE":      true,
+	"PREEMPTED":     true,
+	"REVOKED":       true,
+}
+
 // queueRow is one job in squeue's answer.
 type queueRow struct {
 	state, reason string

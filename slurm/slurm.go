@@ -186,10 +186,11 @@ type job struct {
 	end  ending // set before done is closed
 
 	// poller-owned:
-	endedAt  time.Time // when Slurm first showed it ended (or gone) with no exit file yet
-	state    string
-	reason   string
-	canceled bool
+	endedAt   time.Time // when Slurm first showed it ended (or gone) with no exit file yet
+	signalled bool      // its exit file says the command died of a signal
+	state     string
+	reason    string
+	canceled  bool
 }
 
 // ending is how a job ended.
@@ -299,11 +300,7 @@ func (e ending) result(id, dir string) (int, error) {
 		if e.code == 0 {
 			return 0, nil
 		}
-		d := what
-		if e.state != "" {
-			d += " " + e.state
-		}
-		return e.code, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: e.code, Detail: d}
+		return e.code, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: e.code, Detail: what}
 	}
 	detail := what + " " + e.state
 	if e.reason != "" && e.reason != "None" {

@@ -503,7 +503,7 @@ phase "long" {
 
 phase "queued" {
   executor = "slurm"
-  command  = "sleep 300; echo done > queued.txt"
+  command  = "touch started; sleep 300; echo done > queued.txt"
   outputs  = ["queued.txt"]
 }
 
