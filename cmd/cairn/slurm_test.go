@@ -698,6 +698,9 @@ phase "one" {
 // Slurm checks limits about every 30 s: a 1-minute limit ends the job
 // 60-90 s after it started.
 func testSlurmTimeLimit(t *testing.T, bin string) {
+	if testing.Short() && os.Getenv("CAIRN_REQUIRE_SERVICES") == "" {
+		t.Skip("a Slurm time limit takes 60-90 s to end a job; not in -short")
+	}
 	h := newSlurmHarness(t, bin)
 	ws := writeWorkspace(t, map[string]string{"experiment.hcl": `
 phase "slow" {
