@@ -27,12 +27,17 @@ type Engine struct {
 	lastKeys    *keyIndex
 	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
 	producer    map[string]string // output path -> phase address
+	// executors holds the other executors by name (spec.ExecutorSlurm).
+	executors map[string]Executor
 }
 
 // Config holds what New needs beyond the spec and the cache.
 type Config struct {
 	// Executor runs commands; nil means a LocalExecutor.
 	Executor Executor
+	// Executors holds the executors of phases that do not run locally,
+	// by name (spec.ExecutorSlurm).
+	Executors map[string]Executor
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter
 }
@@ -44,6 +49,7 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 		ws:          Workspace{Root: s.Dir},
 		cache:       c,
 		exec:        cfg.Executor,
+		executors:   cfg.Executors,
 		rep:         cfg.Reporter,
 		now:         time.Now,
 		hashWorkers: runtime.NumCPU(),

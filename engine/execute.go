@@ -144,8 +144,20 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	failed := func(err error) attemptResult {
 		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}}
 	}
-	if err := e.prepareOutputs(p); err != nil {
+	x, xname, err := r.executorFor(p)
+	if err != nil {
 		return failed(err)
+	}
+	remote, _ := x.(RemoteExecutor)
+	var rj *RemoteJob
+	if remote != nil {
+		rj = r.remoteJob(ctx, remote, xname, ph, attempt)
+	}
+	// An adopted job is still writing the outputs: leave them be.
+	if rj == nil || rj.Adopt == nil {
+		if err := e.prepareOutputs(p); err != nil {
+			return failed(err)
+		}
 	}
 	stdoutPath, stderrPath := ph.logBase+".stdout", ph.logBase+".stderr"
 	ph.stdout, ph.stderr = stdoutPath, stderrPath
@@ -188,7 +200,9 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if t := p.Budget.Timeout; t > 0 {
+	// A remote executor passes the timeout to its backend (which does not
+	// count the time the job waits in the queue).
+	if t := p.Budget.Timeout; t > 0 && remote == nil {
 		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
 		defer timer.Stop()
 	}
@@ -227,7 +241,15 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	})
 	e.rep.Report(Event{Kind: EventStart, Phase: addr, Reasons: ph.d.Reasons, Attempt: attempt, Time: startT})
 	watcher.start()
-	code, runErr := e.exec.Run(jctx, job)
+	var code int
+	var runErr error
+	if remote != nil {
+		code, runErr = remote.RunRemote(jctx, job, rj)
+	} else {
+		code, runErr = x.Run(jctx, job)
+	}
+	var ended *JobEndedError
+	errors.As(runErr, &ended)
 	for _, m := range masks {
 		_ = m.Close()
 	}
@@ -243,7 +265,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
-		if runErr == nil {
+		if runErr == nil || ended != nil && ended.ExitCode >= 0 {
 			c := code
 			ps.ExitCode = &c
 		}
@@ -261,6 +283,13 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		default:
 			return attemptResult{status: StatusStopped}
 		}
+	}
+	if ended != nil {
+		perr := &PhaseError{Phase: addr, Status: ended.Status, ExitCode: ended.ExitCode, Err: ended, Log: relErr, Tail: tail(stderrPath, 20)}
+		if ended.Status == StatusTimedOut {
+			perr.Err = fmt.Errorf("timed out: %w", ended)
+		}
+		return attemptResult{status: perr.Status, perr: perr}
 	}
 	if runErr != nil {
 		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}

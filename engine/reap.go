@@ -84,7 +84,7 @@ func killMarkedAll(entries []string, minPID int) {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !marked(env) {
+		if err != nil || !marked(env) || remoteJobProcess(env) {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {

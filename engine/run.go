@@ -128,6 +128,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	defer lock.Unlock()
 	e.removeStaleTemps()
+	prevJobs := e.staleJobs()
 	e.recoverStaleRun()
 	// The session tells cairn cache gc what this run uses, and cairn cache
 	// stats how often it hit; it is advisory, so a failure only warns.
@@ -145,7 +146,11 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			return nil, fmt.Errorf("resume %s: %w", opts.ResumeOf, err)
 		}
 		spentBefore = e.ws.RecordedSpend(prev)
+		prevJobs = interruptedJobs(prev.Phases)
 	}
+	// cairn stop --cancel ends running phases as a second Ctrl-C does.
+	ctx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
 
 	r := &runner{
 		e:       e,
@@ -156,6 +161,9 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		results: make(chan phaseResult),
 		stopCh:  make(chan struct{}),
 		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
+
+		prevJobs:  prevJobs,
+		cancelRun: cancelRun,
 	}
 	if opts.RetryBackoff > 0 {
 		r.backoff = opts.RetryBackoff
@@ -305,26 +313,35 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 }
 
 // watchStop turns the caller's Stop channel and a stop file in the run's
-// folder into a graceful stop.
+// folder into a graceful stop, and a cancel file (cairn stop --cancel)
+// into a stop that also ends the running phases.
 func (r *runner) watchStop(done <-chan struct{}) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	stopFile := filepath.Join(r.runDir, "stop")
+	stopC := r.opts.Stop
 	for {
 		select {
 		case <-done:
 			return
-		case <-r.opts.Stop:
+		case <-stopC:
 			r.requestStop(StopInterrupt)
-			return
+			stopC = nil
 		case <-t.C:
 			if _, err := os.Stat(stopFile); err == nil {
 				r.requestStop(StopRequest)
-				return
+				if b, _ := os.ReadFile(stopFile); bytes.HasPrefix(b, []byte(StopCancelMark)) {
+					r.cancelRun()
+					return
+				}
 			}
 		}
 	}
 }
+
+// StopCancelMark starts the content of a stop file that asks for the
+// running phases to be ended too (cairn stop --cancel).
+const StopCancelMark = "cancel"
 
 // requestStop begins a graceful stop; the first reason sticks.
 func (r *runner) requestStop(reason string) {
@@ -434,6 +451,11 @@ type runner struct {
 
 	results chan phaseResult
 	res     *RunResult
+
+	// prevJobs holds the phases of the resumed run whose remote job may
+	// still be queued or running, by address.
+	prevJobs  map[string]*PhaseState
+	cancelRun context.CancelFunc
 }
 
 // phaseResult is what a phase's goroutine tells the scheduler: that its

@@ -57,6 +57,9 @@ type Request struct {
 	// as given.
 	Vars     []string `json:"vars,omitempty"`
 	VarFiles []string `json:"var_files,omitempty"`
+	// Executor, when set (--executor), runs every phase on that executor
+	// whatever the spec says.
+	Executor string `json:"executor,omitempty"`
 }
 
 // RunState is the content of .cairn/runs/<run-id>/state.json.
@@ -108,6 +111,16 @@ type PhaseState struct {
 	Metrics json.RawMessage `json:"metrics,omitempty"`
 	// Params is the phase's params as canonical JSON values.
 	Params map[string]json.RawMessage `json:"params,omitempty"`
+	// Executor names the remote executor of the phase's last attempt
+	// ("slurm"); empty for local phases. JobID is the job's id in that
+	// backend (empty while it is being submitted), JobDir the directory
+	// of its batch script, output and exit status (relative to the
+	// workspace) and JobName its name in the queue: cairn status, stop
+	// --cancel and resume find the job by them after cairn itself died.
+	Executor string `json:"executor,omitempty"`
+	JobID    string `json:"job_id,omitempty"`
+	JobDir   string `json:"job_dir,omitempty"`
+	JobName  string `json:"job_name,omitempty"`
 }
 
 // stateFile owns a run's state and writes it to disk. Updates are cheap;

@@ -138,8 +138,9 @@ var experimentSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "description"},
 		{Name: "concurrency"},
+		{Name: "executor"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}, {Type: "budget"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}, {Type: "budget"}, {Type: "slurm"}},
 }
 
 var cacheSchema = &hcl.BodySchema{
@@ -173,6 +174,17 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 		bud, d := decodeRunBudget(b, ctx)
 		diags = append(diags, d...)
 		exp.Budget = bud
+	}
+	if a, ok := content.Attributes["executor"]; ok {
+		x, d := decodeExecutor(a, ctx)
+		diags = append(diags, d...)
+		exp.Executor = x
+	}
+	if b, d := onlyBlock(content.Blocks.OfType("slurm"), "The experiment"); b != nil {
+		diags = append(diags, d...)
+		sl, d := decodeSlurm(b, ctx)
+		diags = append(diags, d...)
+		exp.Slurm = sl
 	}
 	var seenCache *hcl.Block
 	for _, cb := range content.Blocks.OfType("cache") {

@@ -210,6 +210,17 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		diags = append(diags, d...)
 		p.Budget = bud
 	}
+	if a, ok := rp.attrs["executor"]; ok {
+		x, d := decodeExecutor(a, ctx)
+		diags = append(diags, d...)
+		p.Executor = x
+	}
+	if b, d := onlyBlock(rp.slurms, "A phase"); b != nil {
+		diags = append(diags, d...)
+		sl, d := decodeSlurm(b, ctx)
+		diags = append(diags, d...)
+		p.Slurm = sl
+	}
 	if e, ok := attr("resources"); ok {
 		res, d := evalResources(e, ctx)
 		diags = append(diags, d...)

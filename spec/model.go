@@ -85,6 +85,10 @@ type Experiment struct {
 	CacheRequireSigned bool `json:"cache_require_signed,omitempty"`
 	// Budget holds the whole-run limits.
 	Budget RunBudget `json:"budget,omitzero"`
+	// Executor is the default executor of the phases ("" means local).
+	Executor string `json:"executor,omitempty"`
+	// Slurm holds the default Slurm settings of the phases.
+	Slurm Slurm `json:"slurm,omitzero"`
 }
 
 // Phase is one evaluated phase.
@@ -136,6 +140,12 @@ type Phase struct {
 	// Resources holds the units of each pool the phase holds while it
 	// runs.
 	Resources map[string]int
+	// Executor is where the phase's command runs: ExecutorLocal or
+	// ExecutorSlurm (its own executor attribute, else the experiment's,
+	// else local). Slurm is its Slurm settings, the experiment's slurm
+	// block overlaid with its own. Neither enters the phase's key.
+	Executor string
+	Slurm    Slurm
 
 	// Upstream lists, per upstream phase address, the output paths this
 	// phase reads from it; a nil slice means all of that phase's outputs

@@ -31,8 +31,9 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "for_each"},
 		{Name: "resources"},
 		{Name: "metrics"},
+		{Name: "executor"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}, {Type: "slurm"}},
 }
 
 // rawPhase is a phase block decoded into expressions, before evaluation.
@@ -40,8 +41,10 @@ type rawPhase struct {
 	name  string
 	block *hcl.Block
 	attrs hcl.Attributes
-	// budgets holds the phase's budget blocks (at most one is valid).
+	// budgets holds the phase's budget blocks (at most one is valid);
+	// slurms its slurm blocks.
 	budgets []*hcl.Block
+	slurms  []*hcl.Block
 	refs    []phaseRef // from every attribute but depends_on and for_each
 	deps    []phaseRef // from depends_on
 	// forEach is the for_each expression, or nil; forEachRefs are the
@@ -95,7 +98,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		}
 		content, d := b.Body.Content(phaseSchema)
 		diags = append(diags, betterSuggestions(d, phaseSchema)...)
-		rp := &rawPhase{name: name, block: b, attrs: content.Attributes, budgets: content.Blocks.OfType("budget")}
+		rp := &rawPhase{name: name, block: b, attrs: content.Attributes, budgets: content.Blocks.OfType("budget"), slurms: content.Blocks.OfType("slurm")}
 		raws[name] = rp
 		order = append(order, rp)
 	}
@@ -130,7 +133,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			rp.refs = append(rp.refs, refs...)
 			rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
 		}
-		for _, b := range rp.budgets {
+		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.slurms...) {
 			attrs, _ := b.Body.JustAttributes()
 			for _, a := range attrs {
 				refs, d := collectRefs(a.Expr, raws, names)
@@ -218,6 +221,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	s.blocks = map[string][]string{}
 	for _, rp := range order {
 		for _, p := range instances[rp.name] {
+			applyExecutorDefaults(p, s.Experiment)
 			s.Phases = append(s.Phases, p)
 			s.byAddr[p.Addr] = p
 			s.blocks[rp.name] = append(s.blocks[rp.name], p.Addr)
@@ -229,6 +233,18 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	diags = append(diags, linkPhases(s, raws)...)
 	diags = append(diags, checkResources(s, raws)...)
 	return diags
+}
+
+// applyExecutorDefaults gives p the experiment's executor when it names
+// none, and the experiment's Slurm settings where it sets none.
+func applyExecutorDefaults(p *Phase, exp Experiment) {
+	if p.Executor == "" {
+		p.Executor = exp.Executor
+	}
+	if p.Executor == "" {
+		p.Executor = ExecutorLocal
+	}
+	p.Slurm = exp.Slurm.Over(p.Slurm)
 }
 
 // collectRefs finds every phase.NAME[.outputs[.KEY]] traversal in expr.

@@ -35,6 +35,7 @@ type runOptions struct {
 	Jobs      int
 	KeepGoing bool
 	DryRun    bool
+	Executor  string
 	progressOptions
 }
 
@@ -43,6 +44,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVarP(&o.Jobs, "jobs", "j", 0, "run up to `N` phases at once (default: the spec's concurrency, else the number of CPUs)")
 	f.BoolVar(&o.KeepGoing, "keep-going", false, "keep running independent phases after a phase failed")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show what would run, like plan, and run nothing")
+	f.StringVar(&o.Executor, "executor", "", "run every phase on `EXECUTOR` (local or slurm), whatever the spec says")
 	o.progressOptions.AddFlags(f)
 }
 
@@ -54,9 +56,10 @@ func newRunCommand(g *globals) *cobra.Command {
 		Long: `Run the named phases (default: all) and what they need, skipping what is cached.
 
 The first Ctrl-C (or cairn stop from another shell) starts no new phase and
-lets running phases finish and be cached; a second Ctrl-C terminates them
-(SIGTERM to each phase's process group, SIGKILL 5 s later; a third Ctrl-C
-sends SIGKILL at once).
+lets running phases finish and be cached; a second Ctrl-C (or cairn stop
+--cancel) terminates them (SIGTERM to each phase's process group, SIGKILL
+5 s later; a third Ctrl-C sends SIGKILL at once) and cancels their Slurm
+jobs.
 cairn resume continues a stopped or failed run.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.DryRun {
@@ -69,6 +72,10 @@ cairn resume continues a stopped or failed run.`,
 				KeepGoing: opts.KeepGoing,
 				Vars:      g.Vars,
 				VarFiles:  g.VarFiles,
+				Executor:  opts.Executor,
+			}
+			if err := checkExecutor(opts.Executor); err != nil {
+				return err
 			}
 			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req}, opts.progressOptions, cmd.OutOrStdout())
 		},

@@ -66,6 +66,7 @@ func writeJSON(w io.Writer, v any) error {
 func newResumeCommand(g *globals) *cobra.Command {
 	var prog progressOptions
 	var jobs int
+	var executor string
 	cmd := &cobra.Command{
 		Use:   "resume [RUN]",
 		Short: "Run a stopped, failed or interrupted run again with its targets and flags",
@@ -106,11 +107,18 @@ spec to raise a budget.`,
 			if jobs > 0 {
 				req.Jobs = jobs
 			}
+			if err := checkExecutor(executor); err != nil {
+				return err
+			}
+			if executor != "" {
+				req.Executor = executor
+			}
 			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, prog, cmd.OutOrStdout())
 		},
 	}
 	prog.AddFlags(cmd.Flags())
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "run up to `N` phases at once (default: as the resumed run)")
+	cmd.Flags().StringVar(&executor, "executor", "", "run every phase on `EXECUTOR` (local or slurm; default: as the resumed run)")
 	return cmd
 }
 
@@ -134,10 +142,15 @@ func nothingToResume(ws engine.Workspace, err error) error {
 }
 
 func newStopCommand(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var cancel bool
+	cmd := &cobra.Command{
 		Use:   "stop [RUN]",
 		Short: "Ask a running run to stop: no new phase starts, running phases finish and are cached",
-		Args:  cobra.MaximumNArgs(1),
+		Long: `Ask a running run to stop: no new phase starts, running phases finish and
+are cached. With --cancel, running phases are ended too (their Slurm jobs
+cancelled with scancel), as a second Ctrl-C does; when the run's cairn
+process is gone, --cancel cancels the Slurm jobs it left behind.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := g.workspace()
 			if err != nil {
@@ -151,6 +164,16 @@ func newStopCommand(g *globals) *cobra.Command {
 				}
 				id = st.RunID
 			}
+			if cancel {
+				if id == "" || !ws.IsRunning(id) {
+					return cancelLeftJobs(cmd, g, ws, args)
+				}
+				if err := ws.RequestCancel(id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "asked run %s to stop and end its running phases (Slurm jobs are cancelled)\n", id)
+				return nil
+			}
 			if id == "" {
 				return errors.New("no run in progress in this workspace")
 			}
@@ -161,6 +184,8 @@ func newStopCommand(g *globals) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&cancel, "cancel", false, "end running phases too: cancel their Slurm jobs")
+	return cmd
 }
 
 // counts tallies a run's phase statuses.
@@ -242,6 +267,9 @@ func newStatusCommand(g *globals) *cobra.Command {
 				line := "  running " + a
 				if ps.Started != nil {
 					line += " for " + fmtDuration(time.Since(*ps.Started))
+				}
+				if ps.JobID != "" {
+					line += fmt.Sprintf(" (%s job %s)", ps.Executor, ps.JobID)
 				}
 				fmt.Fprintln(out, line)
 			}

@@ -311,7 +311,11 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}}), nil
+	xs, err := g.remoteExecutors()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}, Executors: xs}), nil
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing
