@@ -218,17 +218,6 @@ func (t *tempFile) commit() error {
 	return err
 }
 
-// closeMode sets the temp file's mode to exactly perm (no umask) and closes
-// it, without syncing: for workspace files, which the cache can rebuild.
-func (t *tempFile) closeMode(perm fs.FileMode) error {
-	err := t.f.Chmod(perm)
-	if cerr := t.f.Close(); err == nil {
-		err = cerr
-	}
-	t.f = nil
-	return err
-}
-
 // abort closes the temp file if it is open and removes it. It is safe to call
 // after commit, after publish and more than once; errors are ignored because
 // a leftover temp file is harmless and GC removes old ones.

@@ -74,10 +74,7 @@ func TestTopoOrder(t *testing.T) {
 
 func TestTopoOrderShuffled(t *testing.T) {
 	base := layeredGraph(10, 50, 3)
-	var specs []string
-	for _, v := range base.Vertices() {
-		specs = append(specs, v)
-	}
+	specs := append([]string(nil), base.Vertices()...)
 	for _, e := range base.Edges() {
 		specs = append(specs, e[0]+"->"+e[1])
 	}

@@ -144,7 +144,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		SilenceUsage:  true,
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())}
+		return usageError{fmt.Errorf("%w\nRun '%s --help' for usage", err, c.CommandPath())}
 	})
 	g.AddFlags(root.PersistentFlags())
 	runCmd, planCmd, logsCmd := newRunCommand(g), newPlanCommand(g), newLogsCommand(g)
