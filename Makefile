@@ -5,7 +5,7 @@ DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
+.PHONY: build test test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/cairn
@@ -13,6 +13,11 @@ build:
 # The full test suite, with the race detector.
 test:
 	$(GO) test -race -count=1 -timeout 30m ./...
+
+# The long reliability tier: full counts (CAIRN_LONG=1) and every fuzz
+# target for FUZZTIME; prints the figures of RELIABILITY.md.
+test-long:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/test-long.sh
 
 test-short:
 	$(GO) test -short -count=1 ./...

@@ -14,11 +14,6 @@ import (
 	"github.com/cairn-run/cairn/internal/fsx/fsxtest"
 )
 
-// crashLong reports whether the long tier of the reliability tests runs
-// (CAIRN_LONG set): the full counts of RELIABILITY.md instead of the
-// short ones.
-func crashLong() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // scratchDir returns a temp dir on a memory file system if there is one
 // (/dev/shm), where the thousands of small files and fsyncs of a crash
 // state walk cost nothing, else on the ordinary temp dir.
@@ -169,7 +164,7 @@ func (r *powerLossRun) checkState(dst string, cs fsxtest.CrashState) string {
 func TestPowerLoss(t *testing.T) {
 	began := time.Now()
 	limit := 64
-	if crashLong() {
+	if longTier() {
 		limit = 1024
 	}
 	r := recordPublish(t, nil)

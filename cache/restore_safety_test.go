@@ -17,10 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// longTierSafety reports whether the long tier (CAIRN_LONG set) runs, with
-// RELIABILITY.md's full counts.
-func longTierSafety() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // restoreArena is a temp directory holding dest (the restore root) and
 // sentinel (a directory beside it that no restore may touch).
 type restoreArena struct {
@@ -398,7 +394,7 @@ func TestRestoreLinksInWorkspace(t *testing.T) {
 // race, must be caught escaping, which shows the race is real.
 func TestRestoreSymlinkSwapRace(t *testing.T) {
 	races := 200
-	if longTierSafety() {
+	if longTier() {
 		races = 2000
 	}
 	c := newDir(t)

@@ -11,10 +11,6 @@ import (
 	"github.com/cairn-run/cairn/cache"
 )
 
-// longTierSafety reports whether the long tier (CAIRN_LONG set) runs, with
-// RELIABILITY.md's full counts.
-func longTierSafety() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // coarseLag is how far a file timestamp may lag the wall clock at the
 // moment of the write: Linux stamps files from its coarse clock, up to one
 // jiffy (10 ms at HZ=100) behind.
@@ -38,7 +34,7 @@ func staleHitPossible(mtime, recorded int64, g time.Duration) bool {
 // same mtime, same ctime, same inode) must never be trusted.
 func TestRacyRuleControlledMtimes(t *testing.T) {
 	trials := 1000
-	if longTierSafety() {
+	if longTier() {
 		trials = 100000
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -125,7 +121,7 @@ func TestRacyRuleSurvivesSave(t *testing.T) {
 // hashed one, is seen by the next lookup.
 func TestRacyEditRightAfterHash(t *testing.T) {
 	trials := 1000
-	if longTierSafety() {
+	if longTier() {
 		trials = 10000
 	}
 	dir := t.TempDir()
@@ -174,7 +170,7 @@ func TestRacyEditRightAfterHash(t *testing.T) {
 // every time.
 func TestRacyInputEditedAfterRun(t *testing.T) {
 	rounds := 30
-	if longTierSafety() {
+	if longTier() {
 		rounds = 300
 	}
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "0000\n"})

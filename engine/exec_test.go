@@ -19,10 +19,6 @@ import (
 	"time"
 )
 
-// longTierProc says whether the process-control tests run their full
-// counts (CAIRN_LONG set) rather than the short tier's.
-func longTierProc() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // testMark returns a unique census marker (H7): every process of a test
 // job carries CAIRN_TEST_MARK=<mark> in its environment.
 func testMark(t *testing.T) string {
@@ -147,7 +143,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 	// what was measured.
 	const grace, waitDelay, quick = 2 * time.Second, 500 * time.Millisecond, time.Second
 	runs := 2
-	if longTierProc() {
+	if longTier() {
 		runs = 50
 	}
 	variants := []struct {

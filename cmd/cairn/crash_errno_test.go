@@ -21,7 +21,7 @@ import (
 func TestErrnoRun(t *testing.T) {
 	began := time.Now()
 	errnos := []string{"ENOSPC"}
-	if crashLong() {
+	if longTier() {
 		errnos = []string{"ENOSPC", "EIO", "EACCES", "EROFS"}
 	}
 	root := scratchRoot(t)

@@ -24,7 +24,7 @@ import (
 func TestResumeIdentical(t *testing.T) {
 	began := time.Now()
 	trials, phases := 10, 10
-	if crashLong() {
+	if longTier() {
 		trials, phases = 100, 20
 	}
 	root := scratchRoot(t)

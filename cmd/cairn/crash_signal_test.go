@@ -28,7 +28,7 @@ func TestSignalDuringPublish(t *testing.T) {
 		sig   syscall.Signal
 	}
 	cases := []tc{{"blob.fsync", syscall.SIGINT}, {"ac.link", syscall.SIGTERM}, {"blob.link", syscall.SIGTERM}, {"state.rename", syscall.SIGINT}}
-	if crashLong() {
+	if longTier() {
 		cases = nil
 		for _, l := range []string{"blob.write", "blob.fsync", "blob.link", "blob.fsync-dir", "ac.write", "ac.fsync", "ac.link", "ac.fsync-dir", "state.fsync", "state.rename"} {
 			cases = append(cases, tc{l, syscall.SIGINT}, tc{l, syscall.SIGTERM})

@@ -24,7 +24,7 @@ import (
 func TestFailpointSweep(t *testing.T) {
 	began := time.Now()
 	phases, ks := 3, []string{"1", "last"}
-	if crashLong() {
+	if longTier() {
 		phases, ks = 8, []string{"1", "2", "3", "last"}
 	}
 	root := scratchRoot(t)

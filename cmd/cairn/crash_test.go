@@ -64,7 +64,7 @@ func outputs(t *testing.T, ws string) map[string]string {
 func TestCrashLoop(t *testing.T) {
 	began := time.Now()
 	iterations := 30
-	if crashLong() {
+	if longTier() {
 		iterations = 200
 	}
 	root := scratchRoot(t)

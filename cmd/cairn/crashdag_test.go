@@ -25,10 +25,6 @@ import (
 // the command cairn-testphase, and helpers to run cairn (also this test
 // binary, see TestMain), kill it, and check what it left.
 
-// crashLong reports whether the long tier of the reliability tests runs
-// (CAIRN_LONG set).
-func crashLong() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // testPhaseMain is a phase of the generated experiment (H5):
 //
 //	cairn-testphase NAME OUT [IN...]

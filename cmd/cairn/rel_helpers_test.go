@@ -20,10 +20,6 @@ import (
 // Helpers of the reliability tests that drive the cairn binary: the test
 // binary itself, which testscript.Main (TestMain) put on $PATH as "cairn".
 
-// longTierProc says whether the reliability tests run their full counts
-// (CAIRN_LONG set) rather than the short tier's.
-func longTierProc() bool { return os.Getenv("CAIRN_LONG") != "" }
-
 // relWS is a workspace with its own cache for one reliability test.
 type relWS struct {
 	t     *testing.T

@@ -57,7 +57,7 @@ phase "ex2" {
 // completes the work.
 func TestRunnerDeath(t *testing.T) {
 	rounds := 1
-	if longTierProc() {
+	if longTier() {
 		rounds = 10
 	}
 	var after1s []int

@@ -40,7 +40,7 @@ func reseal(b []byte) []byte {
 func TestDamagedState(t *testing.T) {
 	began := time.Now()
 	cliSample := 6
-	if crashLong() {
+	if longTier() {
 		cliSample = 100
 	}
 	rng := rand.New(rand.NewPCG(5, 5))
@@ -70,7 +70,7 @@ func TestDamagedState(t *testing.T) {
 	}
 	for i := range len(orig) {
 		bits := []int{rng.IntN(8)}
-		if crashLong() {
+		if longTier() {
 			bits = []int{0, 1, 2, 3, 4, 5, 6, 7}
 		}
 		for _, bit := range bits {
@@ -170,7 +170,7 @@ func TestDamagedState(t *testing.T) {
 		flipped := bytes.Clone(good)
 		flipped[rng.IntN(len(flipped))] ^= 1 << rng.IntN(8)
 		bad = append(bad, flipped)
-		if crashLong() {
+		if longTier() {
 			for range 20 {
 				bad = append(bad, good[:rng.IntN(len(good))])
 			}
