@@ -12,7 +12,7 @@ build:
 
 # The full test suite, with the race detector.
 test:
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 45m ./...
 
 # The long reliability tier: full counts (CAIRN_LONG=1) and every fuzz
 # target for FUZZTIME; prints the figures of RELIABILITY.md.

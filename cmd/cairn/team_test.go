@@ -321,7 +321,7 @@ func TestConcurrentRunsOneCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	verifyCache(t, cacheDir)
+	verifyCache(t, cacheDir, 10*rounds)
 	t.Logf("T6: %d runs × %d rounds, 0 failures, %d objects, %d phase executions for %d distinct results (%d duplicated), %d objects replaced",
 		k, rounds, len(inodes), totalRan, 10*rounds, totalRan-10*rounds, replaced)
 }
