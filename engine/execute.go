@@ -76,6 +76,10 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		switch res.status {
 		case StatusSucceeded:
 			r.freeSlot(addr)
+			if r.storeSem != nil {
+				r.storeSem <- struct{}{}
+				defer func() { <-r.storeSem }()
+			}
 			return r.succeed(ph, began)
 		case StatusStopped:
 			end := e.now()

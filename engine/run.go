@@ -248,6 +248,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if jobs <= 0 {
 		jobs = runtime.NumCPU()
 	}
+	r.storeSem = make(chan struct{}, jobs)
 	r.schedule(ctx, jobs)
 	if f, ok := e.exec.(interface{ Flush() }); ok {
 		f.Flush()
@@ -443,6 +444,11 @@ type runner struct {
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
+
+	// storeSem bounds the phases storing their outputs at once to the
+	// number of jobs: a phase gives its job slot back when its command
+	// ends, so without it a slow cache would let stores pile up.
+	storeSem chan struct{}
 
 	whoOnce      sync.Once
 	host, user   string
