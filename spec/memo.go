@@ -92,7 +92,7 @@ type memoRecord struct {
 // spec's name, directory and bytes, the -var-file contents and -var values.
 func memoKey(filename, dir string, src []byte, opts Options) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "cairn-spec-memo %d\n%s\n%s\n%s\n%d\n", memoFormat, exeIdentity(), filename, dir, len(src))
+	fmt.Fprintf(h, "cairn-spec-memo %d\n%s\n%s\n%s\n%d\n", memoFormat, exeID(), filename, dir, len(src))
 	h.Write(src)
 	for _, vf := range opts.VarFiles {
 		b, err := os.ReadFile(vf)
@@ -108,6 +108,8 @@ func memoKey(filename, dir string, src []byte, opts Options) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// exeID names this build of cairn: a rebuilt binary never trusts a memo
+// written by another.
 var exeID = sync.OnceValue(func() string {
 	exe, err := os.Executable()
 	if err != nil {
@@ -119,10 +121,6 @@ var exeID = sync.OnceValue(func() string {
 	}
 	return fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano())
 })
-
-// exeIdentity names this build of cairn: a rebuilt binary never trusts a
-// memo written by another.
-func exeIdentity() string { return exeID() }
 
 // MemoPath returns the memo file for the spec at path inside stateDir.
 func MemoPath(stateDir, specPath string) string {

@@ -41,15 +41,7 @@ spec no longer loads, the phases are drawn from the run record alone.`,
 }
 
 func runReport(g *globals, opts reportOptions, args []string, out io.Writer) error {
-	ws, err := g.workspace()
-	if err != nil {
-		return err
-	}
-	id := ""
-	if len(args) > 0 {
-		id = args[0]
-	}
-	st, err := ws.FindRun(id)
+	ws, st, err := g.runFromArgs(args)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,21 @@ import (
 	"github.com/cairn-run/cairn/spec"
 )
 
+// runFromArgs returns the workspace and the run named by args[0] (an id
+// or a unique prefix), or its latest run when args is empty.
+func (g *globals) runFromArgs(args []string) (engine.Workspace, *engine.RunState, error) {
+	ws, err := g.workspace()
+	if err != nil {
+		return ws, nil, err
+	}
+	id := ""
+	if len(args) > 0 {
+		id = args[0]
+	}
+	st, err := ws.FindRun(id)
+	return ws, st, err
+}
+
 // workspace returns the workspace of the spec named by -f, without
 // loading the spec: run records stay readable when the spec is broken.
 func (g *globals) workspace() (engine.Workspace, error) {
@@ -380,15 +395,7 @@ func newShowCommand(g *globals) *cobra.Command {
 		Short: "Show the phases of a run (default: the latest)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ws, err := g.workspace()
-			if err != nil {
-				return err
-			}
-			id := ""
-			if len(args) > 0 {
-				id = args[0]
-			}
-			st, err := ws.FindRun(id)
+			_, st, err := g.runFromArgs(args)
 			if err != nil {
 				return err
 			}
