@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // PutEntry stores e under e.Key. Every blob e references (output files,
@@ -183,6 +184,21 @@ func (c *Dir) getLocalEntry(key ActionID) (*Entry, error) {
 
 func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err error) {
 	p := c.entryPath(key)
+	memo := c.memo
+	if c.opts.RequireSigned {
+		memo = nil // the memo does not know which key checked a signature
+	}
+	if memo != nil && memo.has(key) {
+		if fi, err := os.Lstat(p); err == nil {
+			if e := memo.lookup(key, fi); e != nil {
+				return e, false, nil
+			}
+		}
+	}
+	var readAt time.Time
+	if memo != nil {
+		readAt = memo.now()
+	}
 	f, err := openObject(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ErrNotFound
@@ -228,6 +244,11 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 	}
 	if err := c.checkTrust(b); err != nil {
 		return nil, false, untrusted(err)
+	}
+	if memo != nil {
+		if fi, err := f.Stat(); err == nil {
+			memo.record(key, fi, e, readAt)
+		}
 	}
 	return e, false, nil
 }

@@ -41,7 +41,13 @@ type Dir struct {
 	sign  *signer // nil: entries are written unsigned
 
 	remote *remoteCounters
+	memo   *EntryMemo // nil: every entry is read in full
 }
+
+// UseEntryMemo makes GetEntry answer from m for entries whose file has not
+// changed since m recorded them, and record in m every entry it reads in
+// full. Call it before the directory is used concurrently.
+func (c *Dir) UseEntryMemo(m *EntryMemo) { c.memo = m }
 
 // Options configures how a cache directory is opened. The zero value is a
 // private local cache.

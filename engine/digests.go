@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -108,45 +107,64 @@ func parseMemory(data []byte) (map[string]memEntry, error) {
 	if string(data[i:len(data)-1]) != "sum "+hex.EncodeToString(sum[:]) {
 		return nil, fmt.Errorf("checksum missing or wrong")
 	}
-	data = data[:i]
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	if !sc.Scan() || sc.Text() != digestsHeader {
+	// One string holds every line, so the paths (the map keys) are
+	// slices of it rather than an allocation each.
+	text := string(data[:i])
+	header, text, ok := strings.Cut(text, "\n")
+	if !ok || header != digestsHeader {
 		return nil, fmt.Errorf("bad header")
 	}
-	entries := map[string]memEntry{}
-	for sc.Scan() {
-		line := sc.Text()
-		f := strings.SplitN(line, " ", 8)
-		if len(f) != 8 {
-			return nil, fmt.Errorf("bad line %q", line)
-		}
-		d, err := cache.ParseDigest(f[0])
+	entries := make(map[string]memEntry, strings.Count(text, "\n"))
+	for text != "" {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		e, path, err := parseMemoryLine(line)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("bad line %q: %w", line, err)
 		}
-		var e memEntry
-		e.digest = d
-		nums := []*int64{&e.size, &e.mtime, &e.ctime}
-		for i, p := range nums {
-			if *p, err = strconv.ParseInt(f[1+i], 10, 64); err != nil {
-				return nil, err
-			}
-		}
-		if e.ino, err = strconv.ParseUint(f[4], 10, 64); err != nil {
-			return nil, err
-		}
-		mode, err := strconv.ParseUint(f[5], 8, 32)
-		if err != nil {
-			return nil, err
-		}
-		e.mode = uint32(mode)
-		if e.recorded, err = strconv.ParseInt(f[6], 10, 64); err != nil {
-			return nil, err
-		}
-		entries[f[7]] = e
+		entries[path] = e
 	}
-	return entries, sc.Err()
+	return entries, nil
+}
+
+// parseMemoryLine parses "<digest> <size> <mtime> <ctime> <ino> <mode, octal>
+// <recorded> <path>"; the path is the rest of the line.
+func parseMemoryLine(line string) (memEntry, string, error) {
+	var e memEntry
+	field := func() string {
+		f, rest, _ := strings.Cut(line, " ")
+		line = rest
+		return f
+	}
+	d, err := cache.ParseDigest(field())
+	if err != nil {
+		return e, "", err
+	}
+	e.digest = d
+	if e.size, err = strconv.ParseInt(field(), 10, 64); err != nil {
+		return e, "", err
+	}
+	if e.mtime, err = strconv.ParseInt(field(), 10, 64); err != nil {
+		return e, "", err
+	}
+	if e.ctime, err = strconv.ParseInt(field(), 10, 64); err != nil {
+		return e, "", err
+	}
+	if e.ino, err = strconv.ParseUint(field(), 10, 64); err != nil {
+		return e, "", err
+	}
+	mode, err := strconv.ParseUint(field(), 8, 32)
+	if err != nil {
+		return e, "", err
+	}
+	e.mode = uint32(mode)
+	if e.recorded, err = strconv.ParseInt(field(), 10, 64); err != nil {
+		return e, "", err
+	}
+	if line == "" {
+		return e, "", fmt.Errorf("no path")
+	}
+	return e, line, nil
 }
 
 // Lookup returns the remembered digest of the file at key if st still

@@ -25,6 +25,7 @@ type Engine struct {
 
 	hashWorkers int
 	lastKeys    *keyIndex
+	entries     *cache.EntryMemo // nil without a cache
 	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
 	producer    map[string]string // output path -> phase address
 	// executors holds the other executors by name (spec.ExecutorSlurm).
@@ -61,14 +62,33 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 	if e.rep == nil {
 		e.rep = NopReporter{}
 	}
-	e.mem = LoadMemory(filepath.Join(e.ws.StateDir(), "digests"))
-	e.lastKeys = loadKeyIndex(filepath.Join(e.ws.StateDir(), "keys.json"))
+	// The workspace's three memories are independent files: read them
+	// side by side.
+	var wg sync.WaitGroup
+	wg.Go(func() { e.mem = LoadMemory(filepath.Join(e.ws.StateDir(), "digests")) })
+	wg.Go(func() { e.lastKeys = loadKeyIndex(filepath.Join(e.ws.StateDir(), "keys.json")) })
+	if c != nil {
+		wg.Go(func() { e.entries = cache.LoadEntryMemo(filepath.Join(e.ws.StateDir(), "entries")) })
+	}
+	wg.Wait()
+	if c != nil {
+		c.UseEntryMemo(e.entries)
+	}
 	for _, p := range s.Phases {
 		for _, o := range p.Outputs {
 			e.producer[o.Path] = p.Addr
 		}
 	}
 	return e
+}
+
+// saveEntryMemo writes the entry memo back. It is a hint file (a lost or
+// stale one costs a full read of each entry), so failing to save it is
+// not an error of the run.
+func (e *Engine) saveEntryMemo() {
+	if e.entries != nil {
+		_ = e.entries.Save()
+	}
 }
 
 // Cache returns the engine's cache.

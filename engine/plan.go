@@ -89,6 +89,7 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	// against each file's stat, so saving it needs no lock.
 	if err := e.ws.Init(); err == nil {
 		_ = e.mem.Save()
+		e.saveEntryMemo()
 	}
 	return res, nil
 }

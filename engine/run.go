@@ -307,6 +307,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if err := e.lastKeys.save(); err != nil {
 		errs = append(errs, err)
 	}
+	e.saveEntryMemo()
 	r.res.Status = status
 	r.res.StopReason = reason
 	r.res.Duration = end.Sub(start)

@@ -1,0 +1,219 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// memoEntries returns a few valid entries of different shapes.
+func memoEntries() []*Entry {
+	full := sampleEntry()
+	bare := &Entry{Format: EntryFormat, Phase: "p", Components: []Component{{Kind: "command", Value: "true"}}}
+	bare.Key = ComputeKey(bare.Components)
+	local := sampleEntry()
+	local.Phase = "local"
+	local.Components = append(local.Components, Component{Kind: "env", Name: "X", Value: "é\x00"})
+	local.Key = ComputeKey(local.Components)
+	local.Created = time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600))
+	local.Cost, local.Metrics, local.Stdout = 0, nil, Digest{}
+	return []*Entry{full, bare, local}
+}
+
+func TestEntryMemoRoundTrip(t *testing.T) {
+	t.Parallel()
+	in := map[ActionID]memoEntry{}
+	for i, e := range memoEntries() {
+		in[e.Key] = memoEntry{stamp: entryStamp{size: int64(100 + i), mtime: -5, ctime: 1 << 62, ino: 1<<64 - 1}, recorded: int64(i), e: e}
+	}
+	got, err := decodeEntryMemo(encodeEntryMemo(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(in, got, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestEntryMemoRejectsDamage(t *testing.T) {
+	t.Parallel()
+	in := map[ActionID]memoEntry{}
+	for _, e := range memoEntries() {
+		in[e.Key] = memoEntry{e: e}
+	}
+	b := encodeEntryMemo(in)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"cut short", b[:len(b)-1]},
+		{"header only", []byte(entryMemoHeader)},
+		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoHeader)+40] ^= 1; return c }()},
+		{"other header", append([]byte("cairn-entry-memo 2\n"), b[len(entryMemoHeader):]...)},
+	} {
+		if _, err := decodeEntryMemo(tc.b); err == nil {
+			t.Errorf("%s: decoded without error", tc.name)
+		}
+	}
+}
+
+// memoDir opens a cache with an entry memo loaded from path, as a new
+// process of a workspace would.
+func memoDir(t *testing.T, root, path string, o Options) (*Dir, *EntryMemo) {
+	t.Helper()
+	c, err := OpenWith(root, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := LoadEntryMemo(path)
+	c.UseEntryMemo(m)
+	return c, m
+}
+
+func TestEntryMemoAnswersUnchangedEntries(t *testing.T) {
+	t.Parallel()
+	root, path := t.TempDir(), filepath.Join(t.TempDir(), "entries")
+	c, m := memoDir(t, root, path, Options{})
+	e := putSample(t, c)
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	// The first read is a full one, recorded a second later than now so
+	// the entry file is not racy.
+	m.now = func() time.Time { return time.Now().Add(time.Second) }
+	if _, err := c.GetEntry(e.Key); err != nil {
+		t.Fatal(err)
+	}
+	if m.Hits() != 0 {
+		t.Fatalf("first read answered from an empty memo")
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, m2 := memoDir(t, root, path, Options{})
+	got, err := c2.GetEntry(e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Hits() != 1 {
+		t.Fatalf("unchanged entry not answered from the memo (hits %d)", m2.Hits())
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("memo entry (-want +got):\n%s", diff)
+	}
+	// The caller's copy is its own.
+	got.Outputs[0].Path = "changed"
+	again, _ := c2.GetEntry(e.Key)
+	if again.Outputs[0].Path != e.Outputs[0].Path {
+		t.Errorf("changing a returned entry changed the memo")
+	}
+
+	// An entry file replaced behind the memo's back (new inode, new
+	// ctime) is read again: here it is now damaged, and must be caught.
+	p := c2.entryPath(e.Key)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-3] ^= 1
+	tmp := p + ".new"
+	if err := os.WriteFile(tmp, b, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	c3, m3 := memoDir(t, root, path, Options{})
+	if _, err := c3.GetEntry(e.Key); err == nil {
+		t.Errorf("damaged entry behind a stale memo was returned")
+	}
+	if m3.Hits() != 0 {
+		t.Errorf("memo answered for a replaced entry file")
+	}
+}
+
+func TestEntryMemoRacyAndSigned(t *testing.T) {
+	t.Parallel()
+	root, path := t.TempDir(), filepath.Join(t.TempDir(), "entries")
+	c, m := memoDir(t, root, path, Options{})
+	e := putSample(t, c)
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(c.entryPath(e.Key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read within the racy window of the file's ctime: not trusted later.
+	m.now = func() time.Time { return fi.ModTime() }
+	if _, err := c.GetEntry(e.Key); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c2, m2 := memoDir(t, root, path, Options{})
+	if _, err := c2.GetEntry(e.Key); err != nil {
+		t.Fatal(err)
+	}
+	if m2.Hits() != 0 {
+		t.Errorf("racy memo entry trusted")
+	}
+
+	// With signatures required the memo is never consulted.
+	m2.now = func() time.Time { return time.Now().Add(time.Second) }
+	c2.GetEntry(e.Key) // recorded, not racy
+	if err := m2.Save(); err != nil {
+		t.Fatal(err)
+	}
+	c3, m3 := memoDir(t, root, path, Options{SigningKey: []byte("k"), RequireSigned: true})
+	if _, err := c3.GetEntry(e.Key); err == nil {
+		t.Errorf("unsigned entry returned with signatures required")
+	}
+	if m3.Hits() != 0 {
+		t.Errorf("memo consulted with signatures required")
+	}
+}
+
+// FuzzDecodeEntryMemo feeds the memo decoder damaged files. With fixSum
+// the input gets a valid checksum appended, so the fuzzer reaches the
+// record decoder rather than stopping at the checksum.
+func FuzzDecodeEntryMemo(f *testing.F) {
+	in := map[ActionID]memoEntry{}
+	for _, e := range memoEntries() {
+		in[e.Key] = memoEntry{e: e}
+	}
+	good := encodeEntryMemo(in)
+	f.Add(good, false)
+	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add(encodeEntryMemo(nil), false)
+	f.Add([]byte(entryMemoHeader), true)
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			sum := sha256.Sum256(b)
+			b = append(b[:len(b):len(b)], sum[:]...)
+		}
+		got, err := decodeEntryMemo(b)
+		if err != nil {
+			return
+		}
+		for k, me := range got {
+			if me.e == nil || me.e.Key != k {
+				t.Fatalf("record %x decoded without its entry", k[:4])
+			}
+		}
+		again, err := decodeEntryMemo(encodeEntryMemo(got))
+		if err != nil {
+			t.Fatalf("re-encoded memo does not decode: %v", err)
+		}
+		if diff := cmp.Diff(got, again, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
+			t.Errorf("re-encode changed the memo (-first +second):\n%s", diff)
+		}
+	})
+}
