@@ -25,7 +25,7 @@ type Engine struct {
 
 	hashWorkers int
 	lastKeys    *keyIndex
-	entries     *cache.EntryMemo // nil without a cache
+	entries     *cache.EntryMemo  // nil without a cache
 	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
 	producer    map[string]string // output path -> phase address
 	// executors holds the other executors by name (spec.ExecutorSlurm).
