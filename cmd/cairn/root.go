@@ -90,6 +90,7 @@ func (g *globals) AddFlags(f *pflag.FlagSet) {
 
 // Main runs the cairn command line and returns the process exit code.
 func Main() int {
+	tuneGC()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{}), killCh: make(chan struct{})}
