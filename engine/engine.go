@@ -41,6 +41,32 @@ type Config struct {
 	Executors map[string]Executor
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter
+	// Memories, if loaded ahead (LoadMemories of the spec's directory,
+	// while the spec was being read), saves New reading them.
+	Memories *Memories
+}
+
+// Memories are a workspace's hint files: the input-digest memory, the
+// last key of each phase, and the entry memo. Each is read whole at start;
+// a missing or damaged one is empty, which costs time, never correctness.
+type Memories struct {
+	dir     string
+	digests *Memory
+	keys    *keyIndex
+	entries *cache.EntryMemo
+}
+
+// LoadMemories reads the memories of the workspace at dir (absolute), the
+// three files side by side.
+func LoadMemories(dir string) *Memories {
+	state := filepath.Join(dir, StateDirName)
+	m := &Memories{dir: dir}
+	var wg sync.WaitGroup
+	wg.Go(func() { m.digests = LoadMemory(filepath.Join(state, "digests")) })
+	wg.Go(func() { m.keys = loadKeyIndex(filepath.Join(state, "keys.json")) })
+	wg.Go(func() { m.entries = cache.LoadEntryMemo(filepath.Join(state, "entries")) })
+	wg.Wait()
+	return m
 }
 
 // New returns an engine for s (whose workspace is s.Dir) on cache c.
@@ -62,15 +88,11 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 	if e.rep == nil {
 		e.rep = NopReporter{}
 	}
-	// The workspace's three memories are independent files: read them
-	// side by side.
-	var wg sync.WaitGroup
-	wg.Go(func() { e.mem = LoadMemory(filepath.Join(e.ws.StateDir(), "digests")) })
-	wg.Go(func() { e.lastKeys = loadKeyIndex(filepath.Join(e.ws.StateDir(), "keys.json")) })
-	if c != nil {
-		wg.Go(func() { e.entries = cache.LoadEntryMemo(filepath.Join(e.ws.StateDir(), "entries")) })
+	m := cfg.Memories
+	if m == nil || m.dir != s.Dir {
+		m = LoadMemories(s.Dir)
 	}
-	wg.Wait()
+	e.mem, e.lastKeys, e.entries = m.digests, m.keys, m.entries
 	if c != nil {
 		c.UseEntryMemo(e.entries)
 	}

@@ -300,6 +300,15 @@ func (g *globals) cacheDir(s *spec.Spec) (string, error) {
 
 // openEngine loads the spec and opens its cache.
 func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, error) {
+	// The workspace's memories do not depend on the spec: read them while
+	// the spec is read (engine.New reads them itself if the guess of the
+	// workspace directory was wrong).
+	memories := make(chan *engine.Memories, 1)
+	if dir, err := filepath.Abs(filepath.Dir(g.File)); err == nil {
+		go func() { memories <- engine.LoadMemories(dir) }()
+	} else {
+		memories <- nil
+	}
 	s, err := g.loadSpec()
 	if err != nil {
 		return nil, nil, err
@@ -316,7 +325,7 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}, Executors: xs}), nil
+	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}, Executors: xs, Memories: <-memories}), nil
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing
