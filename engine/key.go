@@ -176,7 +176,21 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 // the memory, hashing the files that need it on all cores. stats holds
 // what expansion already stat'ed (it may be nil).
 func (e *Engine) hashFiles(rel []string, stats map[string]fs.FileInfo, digests []cache.Digest, modes []fs.FileMode) error {
-	return parallel(len(rel), e.hashWorkers, func(i int) error {
+	// Files the memory knows cost a map lookup: answer them here, and
+	// only spread the ones to read over the cores (phases are decided
+	// side by side already, so goroutines for lookups are pure overhead).
+	todo := make([]int, 0, len(rel))
+	for i, r := range rel {
+		if fi := stats[r]; fi != nil {
+			if d, ok := e.mem.Lookup(r, statOf(fi)); ok {
+				digests[i], modes[i] = d, fi.Mode()
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	return parallel(len(todo), e.hashWorkers, func(j int) error {
+		i := todo[j]
 		d, fi, err := e.mem.DigestStat(rel[i], e.ws.Abs(rel[i]), stats[rel[i]])
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", rel[i], err)
