@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cairn-run/cairn/dag"
@@ -50,9 +51,13 @@ type Input struct {
 //go:embed page.html
 var pageHTML string
 
-var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"add": func(a, b int) int { return a + b },
-}).Parse(pageHTML))
+// pageTemplate is parsed on first use: every cairn command links this
+// package, and only `cairn report` needs the template.
+var pageTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(template.FuncMap{
+		"add": func(a, b int) int { return a + b },
+	}).Parse(pageHTML))
+})
 
 // page is the data of the template.
 type page struct {
@@ -166,7 +171,7 @@ func Write(w io.Writer, in Input) error {
 	p.Metrics = metricsTable(addrs, st.Phases)
 
 	bw := bufio.NewWriter(w)
-	if err := pageTemplate.Execute(bw, p); err != nil {
+	if err := pageTemplate().Execute(bw, p); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
