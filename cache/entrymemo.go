@@ -2,12 +2,8 @@ package cache
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -16,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/internal/binenc"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -172,8 +169,7 @@ func (m *EntryMemo) Save() error {
 }
 
 // The file is the header, then one record per entry (key order), then the
-// SHA-256 of everything before it. Integers are varints, strings and byte
-// strings are length-prefixed.
+// SHA-256 of everything before it (package binenc).
 
 func encodeEntryMemo(entries map[ActionID]memoEntry) []byte {
 	keys := make([]ActionID, 0, len(entries))
@@ -181,112 +177,102 @@ func encodeEntryMemo(entries map[ActionID]memoEntry) []byte {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	w := memoWriter{b: make([]byte, 0, 64+len(keys)*512)}
-	w.b = append(w.b, entryMemoHeader...)
-	w.uint(uint64(len(keys)))
+	w := binenc.NewWriter(entryMemoHeader, len(keys)*512)
+	w.Len(len(keys))
 	for _, k := range keys {
 		me := entries[k]
 		e := me.e
-		w.b = append(w.b, k[:]...)
-		w.int(me.stamp.size)
-		w.int(me.stamp.mtime)
-		w.int(me.stamp.ctime)
-		w.uint(me.stamp.ino)
-		w.int(me.recorded)
-		w.int(int64(e.Format))
-		w.str(e.Phase)
-		w.uint(uint64(len(e.Components)))
+		w.Fixed(k[:])
+		w.Int(me.stamp.size)
+		w.Int(me.stamp.mtime)
+		w.Int(me.stamp.ctime)
+		w.Uint(me.stamp.ino)
+		w.Int(me.recorded)
+		w.Int(int64(e.Format))
+		w.Str(e.Phase)
+		w.Len(len(e.Components))
 		for _, c := range e.Components {
-			w.str(c.Kind)
-			w.str(c.Name)
-			w.str(c.Value)
+			w.Str(c.Kind)
+			w.Str(c.Name)
+			w.Str(c.Value)
 		}
-		w.uint(uint64(len(e.Outputs)))
+		w.Len(len(e.Outputs))
 		for _, o := range e.Outputs {
-			w.str(o.Path)
-			w.str(o.Type)
-			w.uint(uint64(o.Mode))
-			w.b = append(w.b, o.Digest[:]...)
-			w.int(o.Size)
-			w.str(o.Target)
+			w.Str(o.Path)
+			w.Str(o.Type)
+			w.Uint(uint64(o.Mode))
+			w.Fixed(o.Digest[:])
+			w.Int(o.Size)
+			w.Str(o.Target)
 		}
-		w.int(int64(e.ExitCode))
-		w.b = append(w.b, e.Stdout[:]...)
-		w.b = append(w.b, e.Stderr[:]...)
-		w.uint(math.Float64bits(e.Cost))
-		w.int(e.Iterations)
-		w.str(string(e.Metrics))
-		w.int(e.DurationMS)
+		w.Int(int64(e.ExitCode))
+		w.Fixed(e.Stdout[:])
+		w.Fixed(e.Stderr[:])
+		w.Float(e.Cost)
+		w.Int(e.Iterations)
+		w.Str(string(e.Metrics))
+		w.Int(e.DurationMS)
 		created, _ := e.Created.MarshalBinary()
-		w.str(string(created))
-		w.str(e.Host)
-		w.str(e.User)
+		w.Str(string(created))
+		w.Str(e.Host)
+		w.Str(e.User)
 	}
-	sum := sha256.Sum256(w.b)
-	return append(w.b, sum[:]...)
+	return w.Finish()
 }
 
-// maxMemoRecords bounds what a damaged count can make the decoder allocate.
-const maxMemoRecords = 1 << 24
-
 func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, error) {
-	if len(b) < len(entryMemoHeader)+sha256.Size || string(b[:len(entryMemoHeader)]) != entryMemoHeader {
-		return nil, errors.New("not an entry memo")
+	r, err := binenc.Open(b, entryMemoHeader)
+	if err != nil {
+		return nil, err
 	}
-	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
-		return nil, errors.New("checksum mismatch")
-	}
-	r := memoReader{s: string(body[len(entryMemoHeader):])}
-	n := r.count(maxMemoRecords)
+	n := r.Len()
 	out := make(map[ActionID]memoEntry, n)
-	for i := 0; i < n && r.err == nil; i++ {
+	for i := 0; i < n && r.OK(); i++ {
 		var k ActionID
-		r.fixed(k[:])
+		r.Fixed(k[:])
 		var me memoEntry
-		me.stamp.size = r.int()
-		me.stamp.mtime = r.int()
-		me.stamp.ctime = r.int()
-		me.stamp.ino = r.uint()
-		me.recorded = r.int()
+		me.stamp.size = r.Int()
+		me.stamp.mtime = r.Int()
+		me.stamp.ctime = r.Int()
+		me.stamp.ino = r.Uint()
+		me.recorded = r.Int()
 		e := &Entry{Key: k}
-		e.Format = int(r.int())
-		e.Phase = r.str()
-		if nc := r.count(math.MaxInt); nc > 0 {
+		e.Format = int(r.Int())
+		e.Phase = r.Str()
+		if nc := r.Len(); nc > 0 {
 			e.Components = make([]Component, nc)
 			for j := range e.Components {
-				e.Components[j] = Component{Kind: r.str(), Name: r.str(), Value: r.str()}
+				e.Components[j] = Component{Kind: r.Str(), Name: r.Str(), Value: r.Str()}
 			}
 		}
-		if no := r.count(math.MaxInt); no > 0 {
+		if no := r.Len(); no > 0 {
 			e.Outputs = make([]OutputFile, no)
 			for j := range e.Outputs {
 				o := &e.Outputs[j]
-				o.Path, o.Type = r.str(), r.str()
-				o.Mode = uint32(r.uint())
-				r.fixed(o.Digest[:])
-				o.Size = r.int()
-				o.Target = r.str()
+				o.Path, o.Type = r.Str(), r.Str()
+				o.Mode = uint32(r.Uint())
+				r.Fixed(o.Digest[:])
+				o.Size = r.Int()
+				o.Target = r.Str()
 			}
 		}
-		e.ExitCode = int(r.int())
-		r.fixed(e.Stdout[:])
-		r.fixed(e.Stderr[:])
-		e.Cost = math.Float64frombits(r.uint())
-		e.Iterations = r.int()
-		if m := r.str(); m != "" {
+		e.ExitCode = int(r.Int())
+		r.Fixed(e.Stdout[:])
+		r.Fixed(e.Stderr[:])
+		e.Cost = r.Float()
+		e.Iterations = r.Int()
+		if m := r.Str(); m != "" {
 			e.Metrics = []byte(m)
 		}
-		e.DurationMS = r.int()
-		if created := r.str(); r.err == nil {
-			if err := e.Created.UnmarshalBinary([]byte(created)); err != nil {
-				return nil, fmt.Errorf("record %d: created: %w", i, err)
-			}
-		}
-		e.Host = r.str()
-		e.User = r.str()
-		if r.err != nil {
+		e.DurationMS = r.Int()
+		created := r.Str()
+		e.Host = r.Str()
+		e.User = r.Str()
+		if !r.OK() {
 			break
+		}
+		if err := e.Created.UnmarshalBinary([]byte(created)); err != nil {
+			return nil, fmt.Errorf("record %d: created: %w", i, err)
 		}
 		// The memo is a private file under its own checksum, and its
 		// entries' keys were checked when they were read from the cache;
@@ -300,91 +286,8 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, error) {
 		me.e = e
 		out[k] = me
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	if len(r.s) != 0 {
-		return nil, errors.New("trailing bytes")
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
-}
-
-type memoWriter struct{ b []byte }
-
-func (w *memoWriter) uint(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
-func (w *memoWriter) int(v int64)   { w.b = binary.AppendVarint(w.b, v) }
-func (w *memoWriter) str(s string) {
-	w.uint(uint64(len(s)))
-	w.b = append(w.b, s...)
-}
-
-// memoReader reads one string holding the whole memo, so the strings it
-// returns are slices of it rather than an allocation each.
-type memoReader struct {
-	s   string
-	err error
-}
-
-var errMemoShort = errors.New("entry memo cut short")
-
-func (r *memoReader) uint() uint64 {
-	var v uint64
-	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
-		c := r.s[i]
-		v |= uint64(c&0x7f) << (7 * i)
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break // overflows 64 bits
-			}
-			r.s = r.s[i+1:]
-			return v
-		}
-	}
-	if r.err == nil {
-		r.err = errMemoShort
-	}
-	r.s = ""
-	return 0
-}
-
-func (r *memoReader) int() int64 {
-	u := r.uint()
-	v := int64(u >> 1)
-	if u&1 != 0 {
-		v = ^v
-	}
-	return v
-}
-
-// count reads a length that cannot exceed max, nor what is left after it
-// (each counted item takes at least one byte).
-func (r *memoReader) count(max int) int {
-	v := r.uint()
-	if v > uint64(max) || v > uint64(len(r.s)) {
-		if r.err == nil {
-			r.err = errMemoShort
-		}
-		r.s = ""
-		return 0
-	}
-	return int(v)
-}
-
-func (r *memoReader) str() string {
-	n := r.count(math.MaxInt)
-	s := r.s[:n]
-	r.s = r.s[n:]
-	return s
-}
-
-func (r *memoReader) fixed(dst []byte) {
-	if len(r.s) < len(dst) {
-		if r.err == nil {
-			r.err = errMemoShort
-		}
-		r.s = ""
-		return
-	}
-	copy(dst, r.s)
-	r.s = r.s[len(dst):]
 }

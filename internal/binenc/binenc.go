@@ -1,0 +1,188 @@
+// Package binenc writes and reads the compact binary records of cairn's
+// private memo files (the spec memo, the entry memo): varints,
+// length-prefixed strings and fixed-size byte arrays, framed by a header
+// line and a SHA-256 trailer. A Reader never panics and never allocates
+// more than its input can hold, whatever the bytes: a damaged memo is an
+// error, and the caller then does the work the memo would have saved.
+package binenc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"math"
+)
+
+// ErrDamaged is returned for bytes that are not a well-formed record.
+var ErrDamaged = errors.New("damaged memo")
+
+// Writer appends values to a buffer.
+type Writer struct{ B []byte }
+
+// NewWriter starts a buffer with header (its first line).
+func NewWriter(header string, sizeHint int) *Writer {
+	w := &Writer{B: make([]byte, 0, len(header)+sizeHint+sha256.Size)}
+	w.B = append(w.B, header...)
+	return w
+}
+
+func (w *Writer) Uint(v uint64) { w.B = binary.AppendUvarint(w.B, v) }
+func (w *Writer) Int(v int64)   { w.B = binary.AppendVarint(w.B, v) }
+func (w *Writer) Len(n int)     { w.Uint(uint64(n)) }
+func (w *Writer) Float(v float64) {
+	w.Uint(math.Float64bits(v))
+}
+func (w *Writer) Bool(v bool) {
+	if v {
+		w.B = append(w.B, 1)
+	} else {
+		w.B = append(w.B, 0)
+	}
+}
+func (w *Writer) Str(s string) {
+	w.Uint(uint64(len(s)))
+	w.B = append(w.B, s...)
+}
+func (w *Writer) Fixed(b []byte) { w.B = append(w.B, b...) }
+
+// Strs writes a string slice, keeping nil apart from empty.
+func (w *Writer) Strs(ss []string) {
+	if ss == nil {
+		w.Uint(0)
+		return
+	}
+	w.Uint(uint64(len(ss)) + 1)
+	for _, s := range ss {
+		w.Str(s)
+	}
+}
+
+// Finish appends the SHA-256 of everything written and returns the bytes.
+func (w *Writer) Finish() []byte {
+	sum := sha256.Sum256(w.B)
+	return append(w.B, sum[:]...)
+}
+
+// Reader reads values from one string holding the whole record, so the
+// strings it returns are slices of it rather than an allocation each. The
+// first error sticks: later reads return zero values.
+type Reader struct {
+	s   string
+	err error
+}
+
+// Open checks b's header and SHA-256 trailer and returns a Reader of what
+// lies between them.
+func Open(b []byte, header string) (*Reader, error) {
+	if len(b) < len(header)+sha256.Size || string(b[:len(header)]) != header {
+		return nil, errors.New("not a memo of this format")
+	}
+	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, errors.New("memo checksum mismatch")
+	}
+	return &Reader{s: string(body[len(header):])}, nil
+}
+
+// OK reports that nothing has gone wrong so far.
+func (r *Reader) OK() bool { return r.err == nil }
+
+// Err returns the first error met, or one if bytes are left over: call it
+// once everything is read.
+func (r *Reader) Err() error {
+	if r.err == nil && r.s != "" {
+		return errors.New("damaged memo: trailing bytes")
+	}
+	return r.err
+}
+
+func (r *Reader) fail() {
+	if r.err == nil {
+		r.err = ErrDamaged
+	}
+	r.s = ""
+}
+
+func (r *Reader) Uint() uint64 {
+	var v uint64
+	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
+		c := r.s[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break // over 64 bits
+			}
+			r.s = r.s[i+1:]
+			return v
+		}
+	}
+	r.fail()
+	return 0
+}
+
+func (r *Reader) Int() int64 {
+	u := r.Uint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
+	return v
+}
+
+func (r *Reader) Float() float64 { return math.Float64frombits(r.Uint()) }
+
+func (r *Reader) Bool() bool {
+	switch r.Uint() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	r.fail()
+	return false
+}
+
+// Len reads a count of items that each take at least one byte, so it
+// cannot exceed what is left.
+func (r *Reader) Len() int {
+	v := r.Uint()
+	if v > uint64(len(r.s)) {
+		r.fail()
+		return 0
+	}
+	return int(v)
+}
+
+func (r *Reader) Str() string {
+	n := r.Len()
+	s := r.s[:n]
+	r.s = r.s[n:]
+	return s
+}
+
+func (r *Reader) Fixed(dst []byte) {
+	if len(r.s) < len(dst) {
+		r.fail()
+		return
+	}
+	copy(dst, r.s)
+	r.s = r.s[len(dst):]
+}
+
+// Strs reads what Writer.Strs wrote.
+func (r *Reader) Strs() []string {
+	n := r.Uint()
+	if n == 0 {
+		return nil
+	}
+	if n-1 > uint64(len(r.s)) {
+		r.fail()
+		return nil
+	}
+	ss := make([]string, n-1)
+	for i := range ss {
+		ss[i] = r.Str()
+	}
+	return ss
+}
