@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // memoEntries returns a few valid entries of different shapes.
@@ -212,7 +213,7 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded memo does not decode: %v", err)
 		}
-		if diff := cmp.Diff(got, again, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
+		if diff := cmp.Diff(got, again, cmp.AllowUnexported(memoEntry{}, entryStamp{}), cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("re-encode changed the memo (-first +second):\n%s", diff)
 		}
 	})

@@ -1,9 +1,7 @@
 package spec
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/gob"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,7 +27,7 @@ import (
 // reach the disk; warnings must be shown every time).
 
 // memoFormat is the version of the memo's layout.
-const memoFormat = 1
+const memoFormat = 2
 
 // readLog records what evaluation read from outside the spec.
 type readLog struct {
@@ -204,18 +202,10 @@ func readMemo(path, key string, look func(string) (string, bool)) *Spec {
 
 // decodeMemo decodes a memo file's bytes (any bytes: a damaged memo is an
 // error, never a panic, and is then ignored).
-func decodeMemo(b []byte) (rec *memoRecord, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			rec, err = nil, fmt.Errorf("damaged spec memo: %v", r)
-		}
-	}()
-	rec = new(memoRecord)
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(rec); err != nil {
-		return nil, err
-	}
-	if rec.Format != memoFormat {
-		return nil, fmt.Errorf("spec memo format %d, want %d", rec.Format, memoFormat)
+func decodeMemo(b []byte) (*memoRecord, error) {
+	rec, err := decodeMemoBytes(b)
+	if err != nil {
+		return nil, fmt.Errorf("spec memo: %w", err)
 	}
 	for _, p := range rec.Phases {
 		if p == nil {
@@ -277,15 +267,12 @@ func writeMemo(path, key string, log *readLog, s *Spec) error {
 		Experiment: s.Experiment, Variables: s.Variables, Pools: s.Pools,
 		Phases: s.Phases, Blocks: s.blocks,
 	}
-	var buf bytes.Buffer
-	if err := gob.NewEncoder(&buf).Encode(&rec); err != nil {
-		return err
-	}
+	b := encodeMemo(&rec)
 	f, err := os.CreateTemp(filepath.Dir(path), ".spec-memo-*")
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return err

@@ -46,13 +46,19 @@ func (w *Writer) Str(s string) {
 }
 func (w *Writer) Fixed(b []byte) { w.B = append(w.B, b...) }
 
-// Strs writes a string slice, keeping nil apart from empty.
-func (w *Writer) Strs(ss []string) {
-	if ss == nil {
+// NilLen writes the length of a slice or map that may be nil, keeping nil
+// apart from empty.
+func (w *Writer) NilLen(n int, isNil bool) {
+	if isNil {
 		w.Uint(0)
 		return
 	}
-	w.Uint(uint64(len(ss)) + 1)
+	w.Uint(uint64(n) + 1)
+}
+
+// Strs writes a string slice, keeping nil apart from empty.
+func (w *Writer) Strs(ss []string) {
+	w.NilLen(len(ss), ss == nil)
 	for _, s := range ss {
 		w.Str(s)
 	}
@@ -105,6 +111,11 @@ func (r *Reader) fail() {
 }
 
 func (r *Reader) Uint() uint64 {
+	if r.s != "" && r.s[0] < 0x80 { // most values are small
+		v := uint64(r.s[0])
+		r.s = r.s[1:]
+		return v
+	}
 	var v uint64
 	for i := 0; i < len(r.s) && i < binary.MaxVarintLen64; i++ {
 		c := r.s[i]
@@ -154,6 +165,20 @@ func (r *Reader) Len() int {
 	return int(v)
 }
 
+// NilLen reads what Writer.NilLen wrote: a count of items that each take
+// at least one byte, or nil (ok false).
+func (r *Reader) NilLen() (n int, ok bool) {
+	v := r.Uint()
+	if v == 0 {
+		return 0, false
+	}
+	if v-1 > uint64(len(r.s)) {
+		r.fail()
+		return 0, false
+	}
+	return int(v - 1), true
+}
+
 func (r *Reader) Str() string {
 	n := r.Len()
 	s := r.s[:n]
@@ -172,15 +197,11 @@ func (r *Reader) Fixed(dst []byte) {
 
 // Strs reads what Writer.Strs wrote.
 func (r *Reader) Strs() []string {
-	n := r.Uint()
-	if n == 0 {
+	n, ok := r.NilLen()
+	if !ok {
 		return nil
 	}
-	if n-1 > uint64(len(r.s)) {
-		r.fail()
-		return nil
-	}
-	ss := make([]string, n-1)
+	ss := make([]string, n)
 	for i := range ss {
 		ss[i] = r.Str()
 	}

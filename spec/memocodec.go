@@ -1,0 +1,309 @@
+package spec
+
+import (
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cairn-run/cairn/internal/binenc"
+)
+
+// The memo file is binary (package binenc): gob, which it used first,
+// spent 15 ms decoding a spec of 1,000 phases, most of a no-op run's
+// start. Every field of the model is written explicitly; the test
+// TestMemoCodecCoversEveryField fills every field of every type by
+// reflection and fails if one does not survive a round trip, so a field
+// added to the model cannot be silently dropped from the memo.
+
+// memoHeader starts a memo file; its number is the layout's version.
+const memoHeader = "cairn-spec-memo 2\n"
+
+func encodeMemo(rec *memoRecord) []byte {
+	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
+	w.Str(rec.Key)
+	writeStrMap(w, rec.Files)
+	w.NilLen(len(rec.Env), rec.Env == nil)
+	for _, k := range sortedKeys(rec.Env) {
+		w.Str(k)
+		w.Bool(rec.Env[k].Set)
+		w.Str(rec.Env[k].Value)
+	}
+	w.Str(rec.File)
+	w.Str(rec.Dir)
+	w.Str(rec.Hash)
+	writeExperiment(w, &rec.Experiment)
+	writeStrMap(w, rec.Variables)
+	w.NilLen(len(rec.Pools), rec.Pools == nil)
+	for _, k := range sortedKeys(rec.Pools) {
+		p := rec.Pools[k]
+		w.Str(k)
+		w.Str(p.Name)
+		w.Int(int64(p.Size))
+		writeRange(w, p.DeclRange)
+	}
+	w.NilLen(len(rec.Phases), rec.Phases == nil)
+	for _, p := range rec.Phases {
+		writePhase(w, p)
+	}
+	writeStrsMap(w, rec.Blocks)
+	return w.Finish()
+}
+
+func decodeMemoBytes(b []byte) (*memoRecord, error) {
+	r, err := binenc.Open(b, memoHeader)
+	if err != nil {
+		return nil, err
+	}
+	rec := &memoRecord{Format: memoFormat}
+	rec.Key = r.Str()
+	rec.Files = readStrMap(r)
+	if n, ok := r.NilLen(); ok {
+		rec.Env = make(map[string]envRead, n)
+		for i := 0; i < n && r.OK(); i++ {
+			k := r.Str()
+			rec.Env[k] = envRead{Set: r.Bool(), Value: r.Str()}
+		}
+	}
+	rec.File, rec.Dir, rec.Hash = r.Str(), r.Str(), r.Str()
+	readExperiment(r, &rec.Experiment)
+	rec.Variables = readStrMap(r)
+	if n, ok := r.NilLen(); ok {
+		rec.Pools = make(map[string]*Pool, n)
+		for i := 0; i < n && r.OK(); i++ {
+			k := r.Str()
+			p := &Pool{Name: r.Str(), Size: int(r.Int())}
+			p.DeclRange = readRange(r)
+			rec.Pools[k] = p
+		}
+	}
+	if n, ok := r.NilLen(); ok {
+		rec.Phases = make([]*Phase, n)
+		for i := 0; i < n && r.OK(); i++ {
+			rec.Phases[i] = readPhase(r)
+		}
+	}
+	rec.Blocks = readStrsMap(r)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func writeExperiment(w *binenc.Writer, x *Experiment) {
+	w.Str(x.Name)
+	w.Str(x.Description)
+	w.Int(int64(x.Concurrency))
+	w.Str(x.CacheDir)
+	w.Bool(x.CacheShared)
+	w.Str(x.CacheRemote)
+	w.Bool(x.CacheRequireSigned)
+	writeFloatPtr(w, x.Budget.MaxCost)
+	w.Str(x.Executor)
+	writeSlurm(w, &x.Slurm)
+}
+
+func readExperiment(r *binenc.Reader, x *Experiment) {
+	x.Name, x.Description = r.Str(), r.Str()
+	x.Concurrency = int(r.Int())
+	x.CacheDir = r.Str()
+	x.CacheShared = r.Bool()
+	x.CacheRemote = r.Str()
+	x.CacheRequireSigned = r.Bool()
+	x.Budget.MaxCost = readFloatPtr(r)
+	x.Executor = r.Str()
+	readSlurm(r, &x.Slurm)
+}
+
+func writeSlurm(w *binenc.Writer, s *Slurm) {
+	w.Str(s.Partition)
+	w.Int(int64(s.CPUs))
+	w.Str(s.Mem)
+	w.Str(s.Gres)
+	w.Int(int64(s.Time))
+	w.Str(s.Account)
+	w.Str(s.QoS)
+	w.Strs(s.ExtraArgs)
+}
+
+func readSlurm(r *binenc.Reader, s *Slurm) {
+	s.Partition = r.Str()
+	s.CPUs = int(r.Int())
+	s.Mem, s.Gres = r.Str(), r.Str()
+	s.Time = time.Duration(r.Int())
+	s.Account, s.QoS = r.Str(), r.Str()
+	s.ExtraArgs = r.Strs()
+}
+
+func writePhase(w *binenc.Writer, p *Phase) {
+	w.Str(p.Addr)
+	w.Str(p.Block)
+	w.Str(p.Key)
+	w.Bool(p.HasForEach)
+	w.Str(p.Description)
+	w.Strs(p.Command)
+	w.Bool(p.Shell)
+	w.Strs(p.Inputs)
+	w.NilLen(len(p.Outputs), p.Outputs == nil)
+	for _, o := range p.Outputs {
+		w.Str(o.Name)
+		w.Str(o.Path)
+	}
+	writeStrMap(w, p.Params)
+	w.Strs(p.Metrics)
+	writeStrMap(w, p.Env)
+	w.Strs(p.SecretEnv)
+	w.Strs(p.PassEnv)
+	w.Str(p.Workdir)
+	w.Bool(p.Cache)
+	w.Int(int64(p.Budget.Timeout))
+	w.Int(int64(p.Budget.Retries))
+	writeFloatPtr(w, p.Budget.MaxCost)
+	if p.Budget.MaxIterations == nil {
+		w.Bool(false)
+	} else {
+		w.Bool(true)
+		w.Int(*p.Budget.MaxIterations)
+	}
+	writeStrMap(w, p.EnvRead)
+	w.NilLen(len(p.Resources), p.Resources == nil)
+	for _, k := range sortedKeys(p.Resources) {
+		w.Str(k)
+		w.Int(int64(p.Resources[k]))
+	}
+	w.Str(p.Executor)
+	writeSlurm(w, &p.Slurm)
+	writeStrsMap(w, p.Upstream)
+	writeRange(w, p.DeclRange)
+	w.NilLen(len(p.InputRanges), p.InputRanges == nil)
+	for _, rg := range p.InputRanges {
+		writeRange(w, rg)
+	}
+}
+
+func readPhase(r *binenc.Reader) *Phase {
+	p := &Phase{}
+	p.Addr, p.Block, p.Key = r.Str(), r.Str(), r.Str()
+	p.HasForEach = r.Bool()
+	p.Description = r.Str()
+	p.Command = r.Strs()
+	p.Shell = r.Bool()
+	p.Inputs = r.Strs()
+	if n, ok := r.NilLen(); ok {
+		p.Outputs = make([]Output, n)
+		for i := range p.Outputs {
+			p.Outputs[i] = Output{Name: r.Str(), Path: r.Str()}
+		}
+	}
+	p.Params = readStrMap(r)
+	p.Metrics = r.Strs()
+	p.Env = readStrMap(r)
+	p.SecretEnv = r.Strs()
+	p.PassEnv = r.Strs()
+	p.Workdir = r.Str()
+	p.Cache = r.Bool()
+	p.Budget.Timeout = time.Duration(r.Int())
+	p.Budget.Retries = int(r.Int())
+	p.Budget.MaxCost = readFloatPtr(r)
+	if r.Bool() {
+		v := r.Int()
+		p.Budget.MaxIterations = &v
+	}
+	p.EnvRead = readStrMap(r)
+	if n, ok := r.NilLen(); ok {
+		p.Resources = make(map[string]int, n)
+		for i := 0; i < n && r.OK(); i++ {
+			k := r.Str()
+			p.Resources[k] = int(r.Int())
+		}
+	}
+	p.Executor = r.Str()
+	readSlurm(r, &p.Slurm)
+	p.Upstream = readStrsMap(r)
+	p.DeclRange = readRange(r)
+	if n, ok := r.NilLen(); ok {
+		p.InputRanges = make([]hcl.Range, n)
+		for i := range p.InputRanges {
+			p.InputRanges[i] = readRange(r)
+		}
+	}
+	return p
+}
+
+func writeRange(w *binenc.Writer, rg hcl.Range) {
+	w.Str(rg.Filename)
+	for _, pos := range []hcl.Pos{rg.Start, rg.End} {
+		w.Int(int64(pos.Line))
+		w.Int(int64(pos.Column))
+		w.Int(int64(pos.Byte))
+	}
+}
+
+func readRange(r *binenc.Reader) hcl.Range {
+	rg := hcl.Range{Filename: r.Str()}
+	for _, pos := range []*hcl.Pos{&rg.Start, &rg.End} {
+		pos.Line, pos.Column, pos.Byte = int(r.Int()), int(r.Int()), int(r.Int())
+	}
+	return rg
+}
+
+func writeFloatPtr(w *binenc.Writer, f *float64) {
+	if f == nil {
+		w.Bool(false)
+		return
+	}
+	w.Bool(true)
+	w.Float(*f)
+}
+
+func readFloatPtr(r *binenc.Reader) *float64 {
+	if !r.Bool() {
+		return nil
+	}
+	f := r.Float()
+	return &f
+}
+
+// Maps are written in key order, with their length plus one (0 for nil).
+
+func writeStrMap(w *binenc.Writer, m map[string]string) {
+	w.NilLen(len(m), m == nil)
+	for _, k := range sortedKeys(m) {
+		w.Str(k)
+		w.Str(m[k])
+	}
+}
+
+func readStrMap(r *binenc.Reader) map[string]string {
+	n, ok := r.NilLen()
+	if !ok {
+		return nil
+	}
+	m := make(map[string]string, n)
+	for i := 0; i < n && r.OK(); i++ {
+		k := r.Str()
+		m[k] = r.Str()
+	}
+	return m
+}
+
+func writeStrsMap(w *binenc.Writer, m map[string][]string) {
+	w.NilLen(len(m), m == nil)
+	for _, k := range sortedKeys(m) {
+		w.Str(k)
+		w.Strs(m[k])
+	}
+}
+
+func readStrsMap(r *binenc.Reader) map[string][]string {
+	n, ok := r.NilLen()
+	if !ok {
+		return nil
+	}
+	m := make(map[string][]string, n)
+	for i := 0; i < n && r.OK(); i++ {
+		k := r.Str()
+		m[k] = r.Strs()
+	}
+	return m
+}
+
