@@ -306,4 +306,3 @@ func readStrsMap(r *binenc.Reader) map[string][]string {
 	}
 	return m
 }
-
