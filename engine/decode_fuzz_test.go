@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -85,12 +86,20 @@ func FuzzKeyIndex(f *testing.F) {
 // same entries.
 func FuzzDigestsMemory(f *testing.F) {
 	d := cache.HashBytes([]byte("x"))
-	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1700000000000000000 1700000000000000000 42 644 1700000001000000000 data/in.csv\n"))
-	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1 2 3 644 5 name with spaces\n"))
-	f.Add([]byte(digestsHeader + "\n" + d.String() + " 3 1 2 3 644 5 crlf\r\n"))
-	f.Add([]byte("garbage"))
+	good := encodeMemory(map[string]memEntry{
+		"data/in.csv":      {digest: d, size: 3, mtime: 1700000000000000000, ctime: 1700000000000000000, ino: 42, mode: 0o644, recorded: 1700000001000000000},
+		"name with spaces": {digest: d, size: 3, mtime: 1, ctime: 2, ino: 3, mode: 0o644, recorded: 5},
+		"crlf\r\nnewline":  {digest: d, mode: 0o755},
+	})
+	f.Add(good, false)
+	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add([]byte("garbage"), false)
 	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			sum := sha256.Sum256(b)
+			b = append(b[:len(b):len(b)], sum[:]...)
+		}
 		entries, err := parseMemory(b)
 		if err != nil {
 			return

@@ -1,24 +1,19 @@
 package engine
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io/fs"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
 )
 
 // digestsHeader starts the input-digest memory file.
-const digestsHeader = "cairn-digests 1"
+const digestsHeader = "cairn-digests 2\n"
 
 // Memory remembers the content digest of workspace files by path, size,
 // mtime, ctime, inode and mode, so an unchanged file is never read twice.
@@ -96,75 +91,53 @@ func LoadMemory(path string) *Memory {
 	return m
 }
 
+// The file (package binenc) holds the entry count, then per entry its
+// path, digest, size, mtime, ctime, inode, mode and when it was hashed. A
+// file cut short or damaged fails its checksum and is dropped whole
+// rather than half used.
 func parseMemory(data []byte) (map[string]memEntry, error) {
-	// The last line is "sum <SHA-256 of the lines before it>": a file cut
-	// short or damaged is dropped whole rather than half used.
-	if !bytes.HasSuffix(data, []byte("\n")) {
-		return nil, fmt.Errorf("cut short")
+	r, err := binenc.Open(data, digestsHeader)
+	if err != nil {
+		return nil, err
 	}
-	i := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
-	sum := sha256.Sum256(data[:i])
-	if string(data[i:len(data)-1]) != "sum "+hex.EncodeToString(sum[:]) {
-		return nil, fmt.Errorf("checksum missing or wrong")
-	}
-	// One string holds every line, so the paths (the map keys) are
-	// slices of it rather than an allocation each.
-	text := string(data[:i])
-	header, text, ok := strings.Cut(text, "\n")
-	if !ok || header != digestsHeader {
-		return nil, fmt.Errorf("bad header")
-	}
-	entries := make(map[string]memEntry, strings.Count(text, "\n"))
-	for text != "" {
-		var line string
-		line, text, _ = strings.Cut(text, "\n")
-		e, path, err := parseMemoryLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("bad line %q: %w", line, err)
-		}
+	n := r.Len()
+	entries := make(map[string]memEntry, n)
+	for i := 0; i < n && r.OK(); i++ {
+		path := r.Str()
+		var e memEntry
+		r.Fixed(e.digest[:])
+		e.size, e.mtime, e.ctime = r.Int(), r.Int(), r.Int()
+		e.ino = r.Uint()
+		e.mode = uint32(r.Uint())
+		e.recorded = r.Int()
 		entries[path] = e
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return entries, nil
 }
 
-// parseMemoryLine parses "<digest> <size> <mtime> <ctime> <ino> <mode, octal>
-// <recorded> <path>"; the path is the rest of the line.
-func parseMemoryLine(line string) (memEntry, string, error) {
-	var e memEntry
-	field := func() string {
-		f, rest, _ := strings.Cut(line, " ")
-		line = rest
-		return f
+func encodeMemory(entries map[string]memEntry) []byte {
+	keys := make([]string, 0, len(entries))
+	for k := range entries {
+		keys = append(keys, k)
 	}
-	d, err := cache.ParseDigest(field())
-	if err != nil {
-		return e, "", err
+	sort.Strings(keys)
+	w := binenc.NewWriter(digestsHeader, len(keys)*96)
+	w.Len(len(keys))
+	for _, k := range keys {
+		e := entries[k]
+		w.Str(k)
+		w.Fixed(e.digest[:])
+		w.Int(e.size)
+		w.Int(e.mtime)
+		w.Int(e.ctime)
+		w.Uint(e.ino)
+		w.Uint(uint64(e.mode))
+		w.Int(e.recorded)
 	}
-	e.digest = d
-	if e.size, err = strconv.ParseInt(field(), 10, 64); err != nil {
-		return e, "", err
-	}
-	if e.mtime, err = strconv.ParseInt(field(), 10, 64); err != nil {
-		return e, "", err
-	}
-	if e.ctime, err = strconv.ParseInt(field(), 10, 64); err != nil {
-		return e, "", err
-	}
-	if e.ino, err = strconv.ParseUint(field(), 10, 64); err != nil {
-		return e, "", err
-	}
-	mode, err := strconv.ParseUint(field(), 8, 32)
-	if err != nil {
-		return e, "", err
-	}
-	e.mode = uint32(mode)
-	if e.recorded, err = strconv.ParseInt(field(), 10, 64); err != nil {
-		return e, "", err
-	}
-	if line == "" {
-		return e, "", fmt.Errorf("no path")
-	}
-	return e, line, nil
+	return w.Finish()
 }
 
 // Lookup returns the remembered digest of the file at key if st still
@@ -185,9 +158,6 @@ func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
 // Record remembers d as the digest of the file at key, hashed at
 // hashedAt, whose stat (taken before hashing) was st.
 func (m *Memory) Record(key string, st fileStat, d cache.Digest, hashedAt time.Time) {
-	if strings.ContainsAny(key, "\n") {
-		return
-	}
 	m.mu.Lock()
 	m.entries[key] = memEntry{digest: d, size: st.size, mtime: st.mtime, ctime: st.ctime, ino: st.ino, mode: uint32(st.mode), recorded: hashedAt.UnixNano()}
 	m.dirty = true
@@ -232,21 +202,7 @@ func (m *Memory) Save() error {
 	if !m.dirty {
 		return nil
 	}
-	keys := make([]string, 0, len(m.entries))
-	for k := range m.entries {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.Grow(len(keys) * 140)
-	buf.WriteString(digestsHeader + "\n")
-	for _, k := range keys {
-		e := m.entries[k]
-		fmt.Fprintf(&buf, "%s %d %d %d %d %o %d %s\n", e.digest, e.size, e.mtime, e.ctime, e.ino, e.mode, e.recorded, k)
-	}
-	sum := sha256.Sum256(buf.Bytes())
-	buf.WriteString("sum " + hex.EncodeToString(sum[:]) + "\n")
-	if err := writeFileAtomic(m.path, buf.Bytes(), 0o644, false); err != nil {
+	if err := writeFileAtomic(m.path, encodeMemory(m.entries), 0o644, false); err != nil {
 		return err
 	}
 	m.dirty = false

@@ -71,7 +71,8 @@ func TestMemoryRacyEntries(t *testing.T) {
 func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "digests")
-	for _, data := range []string{"", "garbage\n", digestsHeader + "\nzz 1 2 3 4 644 5 f\n", digestsHeader + "\n" + "00 1\n"} {
+	good := encodeMemory(map[string]memEntry{"f": {size: 1, mtime: 2}})
+	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-33]) + "\x05" + string(good[len(good)-32:])} {
 		os.WriteFile(p, []byte(data), 0o644)
 		if m := LoadMemory(p); len(m.entries) != 0 {
 			t.Errorf("%q: %d entries, want 0", data, len(m.entries))
