@@ -179,20 +179,28 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 			return cache.Digest{}, nil, err
 		}
 	}
-	st := statOf(fi)
+	d, err := m.digestOf(key, abs, statOf(fi))
+	if err != nil {
+		return cache.Digest{}, nil, err
+	}
+	return d, fi, nil
+}
+
+// digestOf is DigestStat with the file's stat as the memory compares it.
+func (m *Memory) digestOf(key, abs string, st fileStat) (cache.Digest, error) {
 	if d, ok := m.Lookup(key, st); ok {
-		return d, fi, nil
+		return d, nil
 	}
 	hashedAt := m.now()
 	d, _, err := cache.HashFile(abs)
 	if err != nil {
-		return cache.Digest{}, nil, err
+		return cache.Digest{}, err
 	}
 	// Only remember the digest if the file did not change while hashing.
-	if fi2, err := os.Stat(abs); err == nil && statOf(fi2) == st {
+	if st2, err := statPath(abs); err == nil && st2 == st {
 		m.Record(key, st, d, hashedAt)
 	}
-	return d, fi, nil
+	return d, nil
 }
 
 // Save writes the memory back if it changed.

@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,5 +80,39 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 		if m := LoadMemory(p); len(m.entries) != 0 {
 			t.Errorf("%q: %d entries, want 0", data, len(m.entries))
 		}
+	}
+}
+
+// TestStatPathMatchesOS: statPath (no fs.FileInfo) and statOf(os.Stat)
+// describe every kind of file identically, so memory entries recorded
+// through either compare equal.
+func TestStatPathMatchesOS(t *testing.T) {
+	dir := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(dir, "f")
+	must(os.WriteFile(file, []byte("x"), 0o640))
+	special := filepath.Join(dir, "special")
+	must(os.WriteFile(special, nil, 0o755))
+	must(os.Chmod(special, 0o755|os.ModeSetuid|os.ModeSetgid|os.ModeSticky))
+	fifo := filepath.Join(dir, "fifo")
+	must(syscall.Mkfifo(fifo, 0o600))
+	link := filepath.Join(dir, "link")
+	must(os.Symlink("f", link))
+	for _, p := range []string{file, special, fifo, link, dir} {
+		fi, err := os.Stat(p)
+		must(err)
+		got, err := statPath(p)
+		must(err)
+		if want := statOf(fi); got != want {
+			t.Errorf("%s: statPath %+v, os.Stat %+v", filepath.Base(p), got, want)
+		}
+	}
+	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
 	}
 }

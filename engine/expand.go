@@ -22,22 +22,22 @@ func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 // subtrees. A pattern naming nothing gives no paths and no error. Where
 // it had to stat a file anyway, it leaves the result in stats (if not nil)
 // so the file is not stat'ed again for its digest: one stat per input.
-func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fs.FileInfo) ([]string, error) {
+func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fileStat) ([]string, error) {
 	var out []string
 	add := func(rel string) error {
 		abs := ws.Abs(rel)
-		fi, err := os.Stat(abs)
+		st, err := statPath(abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // dangling symlink or vanished file
 			}
 			return err
 		}
-		if !fi.IsDir() {
+		if !st.mode.IsDir() {
 			if !skip(rel) {
 				out = append(out, rel)
 				if stats != nil {
-					stats[rel] = fi
+					stats[rel] = st
 				}
 			}
 			return nil
@@ -62,7 +62,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 					return nil // links to directories are not followed, dangling ones ignored
 				}
 				if stats != nil {
-					stats[r] = st
+					stats[r] = statOf(st)
 				}
 			} else if !d.Type().IsRegular() {
 				return nil

@@ -126,7 +126,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 		return isUp
 	}
 	var inputs []string
-	stats := map[string]fs.FileInfo{}
+	stats := map[string]fileStat{}
 	for _, pattern := range p.Inputs {
 		found, err := expandPattern(&e.ws, pattern, skip, stats)
 		if err != nil {
@@ -175,15 +175,15 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 // hashFiles fills digests and modes for the workspace files rel, through
 // the memory, hashing the files that need it on all cores. stats holds
 // what expansion already stat'ed (it may be nil).
-func (e *Engine) hashFiles(rel []string, stats map[string]fs.FileInfo, digests []cache.Digest, modes []fs.FileMode) error {
+func (e *Engine) hashFiles(rel []string, stats map[string]fileStat, digests []cache.Digest, modes []fs.FileMode) error {
 	// Files the memory knows cost a map lookup: answer them here, and
 	// only spread the ones to read over the cores (phases are decided
 	// side by side already, so goroutines for lookups are pure overhead).
 	todo := make([]int, 0, len(rel))
 	for i, r := range rel {
-		if fi := stats[r]; fi != nil {
-			if d, ok := e.mem.Lookup(r, statOf(fi)); ok {
-				digests[i], modes[i] = d, fi.Mode()
+		if st, ok := stats[r]; ok {
+			if d, ok := e.mem.Lookup(r, st); ok {
+				digests[i], modes[i] = d, st.mode
 				continue
 			}
 		}
@@ -191,11 +191,19 @@ func (e *Engine) hashFiles(rel []string, stats map[string]fs.FileInfo, digests [
 	}
 	return parallel(len(todo), e.hashWorkers, func(j int) error {
 		i := todo[j]
-		d, fi, err := e.mem.DigestStat(rel[i], e.ws.Abs(rel[i]), stats[rel[i]])
+		st, ok := stats[rel[i]]
+		abs := e.ws.Abs(rel[i])
+		if !ok {
+			var err error
+			if st, err = statPath(abs); err != nil {
+				return fmt.Errorf("hash input %s: %w", rel[i], err)
+			}
+		}
+		d, err := e.mem.digestOf(rel[i], abs, st)
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", rel[i], err)
 		}
-		digests[i], modes[i] = d, fi.Mode()
+		digests[i], modes[i] = d, st.mode
 		return nil
 	})
 }

@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"io/fs"
+
+	"golang.org/x/sys/unix"
+)
+
+// statPath is os.Stat for the digest memory's purposes, without building
+// an fs.FileInfo: a no-op run stats every input, and the allocations of
+// os.Stat were a tenth of its time. The mode is converted exactly as
+// package os does, so its entries compare equal to statOf's.
+func statPath(abs string) (fileStat, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Stat(abs, &st)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return fileStat{}, &fs.PathError{Op: "stat", Path: abs, Err: err}
+		}
+	}
+	mode := fs.FileMode(st.Mode & 0o777)
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFBLK:
+		mode |= fs.ModeDevice
+	case unix.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFDIR:
+		mode |= fs.ModeDir
+	case unix.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case unix.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case unix.S_IFSOCK:
+		mode |= fs.ModeSocket
+	}
+	if st.Mode&unix.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if st.Mode&unix.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if st.Mode&unix.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return fileStat{
+		size:  st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		ino:   st.Ino,
+		mode:  mode,
+	}, nil
+}

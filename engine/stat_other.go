@@ -1,0 +1,14 @@
+//go:build !linux
+
+package engine
+
+import "os"
+
+// statPath is os.Stat reduced to what the digest memory compares.
+func statPath(abs string) (fileStat, error) {
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fileStat{}, err
+	}
+	return statOf(fi), nil
+}
