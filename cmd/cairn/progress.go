@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -62,22 +63,33 @@ func newProgressView(o progressOptions, out io.Writer) progressView {
 	if f, ok := out.(*os.File); ok && !o.Quiet && isTerminal(f) {
 		return newTermView(f, os.Getenv("NO_COLOR") == "")
 	}
-	return &plainView{w: out, quiet: o.Quiet, spend: spendTracker{}}
+	return newPlainView(out, o.Quiet)
 }
 
 func isTerminal(f *os.File) bool {
 	return isatty.IsTerminal(f.Fd()) && os.Getenv("TERM") != "dumb"
 }
 
-// plainView prints one line per event: for pipes, logs and CI.
+// plainView prints one line per event: for pipes, logs and CI. The lines
+// of phases found cached or restored are written in batches (a no-op run
+// of 1,000 phases would otherwise make 1,000 writes); every other line
+// goes out at once, with what was batched before it, and a batch never
+// waits longer than plainBatchDelay.
 type plainView struct {
 	mu    sync.Mutex
-	w     io.Writer
+	w     *bufio.Writer
 	quiet bool
 	spend spendTracker
+	timer *time.Timer // pending flush of a batch, if any
 }
 
+const plainBatchDelay = 100 * time.Millisecond
+
 var _ progressView = (*plainView)(nil)
+
+func newPlainView(out io.Writer, quiet bool) *plainView {
+	return &plainView{w: bufio.NewWriter(out), quiet: quiet, spend: spendTracker{}}
+}
 
 func (v *plainView) Report(ev engine.Event) {
 	v.mu.Lock()
@@ -86,15 +98,39 @@ func (v *plainView) Report(ev engine.Event) {
 	if v.quiet && !alarming(ev) {
 		return
 	}
-	if line, ok := eventLine(ev); ok {
-		fmt.Fprintln(v.w, line)
+	line, ok := eventLine(ev)
+	if !ok {
+		return
 	}
+	v.w.WriteString(line)
+	v.w.WriteByte('\n')
+	if ev.Kind == engine.EventDone && (ev.Status == engine.StatusCached || ev.Status == engine.StatusRestored) {
+		if v.timer == nil {
+			v.timer = time.AfterFunc(plainBatchDelay, func() {
+				v.mu.Lock()
+				defer v.mu.Unlock()
+				v.flushLocked()
+			})
+		}
+		return
+	}
+	v.flushLocked()
+}
+
+func (v *plainView) flushLocked() {
+	if v.timer != nil {
+		v.timer.Stop()
+		v.timer = nil
+	}
+	v.w.Flush()
 }
 
 func (v *plainView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	emit := func(line string) {
 		v.mu.Lock()
-		fmt.Fprintln(v.w, line)
+		v.w.WriteString(line)
+		v.w.WriteByte('\n')
+		v.flushLocked()
 		v.mu.Unlock()
 	}
 	return newPrefixWriter("["+phase+"] ", emit), newPrefixWriter("["+phase+"] ", emit)
@@ -103,12 +139,12 @@ func (v *plainView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 func (v *plainView) above(w io.Writer) io.Writer { return w }
 
 func (v *plainView) close(res *engine.RunResult) {
-	if res == nil {
-		return
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	fmt.Fprintln(v.w, summaryLine(res))
+	if res != nil {
+		fmt.Fprintln(v.w, summaryLine(res))
+	}
+	v.flushLocked()
 }
 
 // alarming reports whether -q still prints ev: warnings and phases that
