@@ -9,20 +9,24 @@ import (
 )
 
 // A cairn process is short-lived, and most commands (a no-op run, a plan)
-// allocate a few tens of MiB that stay live until it exits: collecting
-// them early is wasted work (a fifth of a no-op run of 1,000 phases with
-// Go's default GOGC=100). So cairn starts with the collector off below a
-// soft memory limit, and after each collection looks at the live heap:
-// once it is past half the limit the work is large (a plan of 100,000
-// instances), and the ordinary proportional collector takes over, so
-// memory grows with the live heap and never thrashes against the limit.
-const (
-	gcStartLimit   = 40 << 20 // total Go memory before the first collection
-	gcNormalAtLive = gcStartLimit / 2
-)
+// allocate a few tens of MiB, much of which stays live until it exits:
+// collecting early is wasted work (a fifth of a no-op run of 1,000 phases
+// with Go's default GOGC=100). So cairn starts with the proportional
+// collector off, under a soft memory limit, and after each collection
+// compares the heap goal the limit leaves with the live heap: once the
+// goal is under 1.5 times the live heap (the work is large, a plan of
+// 100,000 instances, or the limit is tight), the ordinary collector takes
+// over, so the collector never runs more often than GOGC=50 would make it
+// and memory grows with the live heap rather than thrashing at the limit.
+const gcStartLimit = 36 << 20 // total Go memory: peak RSS stays under 50 MiB
 
 // tuneGC applies that policy, unless the user chose GOGC or GOMEMLIMIT.
+// It also turns off heap profiling (its buckets cost a large spec's run
+// 1.5 MB) unless CAIRN_MEMPROFILE asks for a profile.
 func tuneGC() {
+	if os.Getenv("CAIRN_MEMPROFILE") == "" {
+		runtime.MemProfileRate = 0
+	}
 	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
@@ -37,11 +41,14 @@ type gcSentinel struct{ _ [64]byte }
 
 func armGCWatch() {
 	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
-		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
 		metrics.Read(s)
-		if s[0].Value.Kind() == metrics.KindUint64 && s[0].Value.Uint64() < gcNormalAtLive {
-			armGCWatch()
-			return
+		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+			live, goal := s[0].Value.Uint64(), s[1].Value.Uint64()
+			if goal >= live+live/2 {
+				armGCWatch()
+				return
+			}
 		}
 		debug.SetGCPercent(100)
 		debug.SetMemoryLimit(math.MaxInt64)

@@ -44,7 +44,6 @@ type globals struct {
 	RemoteInsecure bool
 
 	stderr io.Writer
-	parser *spec.Parser
 
 	// stopCh is closed by the first SIGINT/SIGTERM when a command asked
 	// for a graceful stop (run, resume); otherwise the first signal
@@ -266,16 +265,18 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 		}
 		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
 	}
-	g.parser = spec.NewParser()
+	// The parser (and the syntax trees it holds) is dropped once the spec
+	// is loaded: only a failed load needs its files, for the message.
+	parser := spec.NewParser()
 	// The memo lives in the workspace's state directory, beside the spec;
 	// it is written only where that directory already exists.
 	memo := spec.MemoPath(filepath.Join(filepath.Dir(g.File), engine.StateDirName), g.File)
-	s, diags, _ := g.parser.LoadFileMemo(g.File, opts, memo)
+	s, diags, _ := parser.LoadFileMemo(g.File, opts, memo)
 	if diags.HasErrors() {
-		return nil, &diagError{diags: diags, files: g.parser.Files()}
+		return nil, &diagError{diags: diags, files: parser.Files()}
 	}
 	if len(diags) > 0 {
-		writeDiagnostics(g.stderr, diags, g.parser.Files())
+		writeDiagnostics(g.stderr, diags, parser.Files())
 	}
 	return s, nil
 }
