@@ -49,12 +49,12 @@ func copyHashed(w io.Writer, r io.Reader) (Digest, int64, error) {
 
 // Raw blobs are restored by the kernel: a reflink (FICLONE) where the
 // filesystem shares extents, else copy_file_range, which copies page to
-// page without passing the bytes through user space. Either way the
-// content that landed in the destination is hashed before it is given
-// its name. During copy_file_range the hash follows the copy one chunk
-// behind, on a second goroutine, reading the destination back from the
-// page cache: on two cores the restore then takes about as long as
-// hashing alone.
+// page without passing the bytes through user space. The content is
+// hashed before the file gets its name. During copy_file_range the hash
+// follows the copy one chunk behind, on a second goroutine, reading the
+// destination back from the page cache: on two cores a restore takes
+// about as long as hashing alone. After a reflink the source is hashed
+// (see copyVerifiedKernel).
 const (
 	// kernelCopyMin is the smallest raw blob copied by the kernel; below
 	// it one read and one write in user space cost less than the extra
@@ -106,9 +106,13 @@ func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error)
 		err := cloneFile(dst, src)
 		switch {
 		case err == nil:
+			// dst now shares src's extents but not its page cache: hash
+			// src, which is usually cached, after the clone (the blob is
+			// never written in place: for dst to be wrong, src would have
+			// had to turn right since).
 			marks := make(chan int64)
 			close(marks)
-			got, err := hashFollowing(dst, marks, true)
+			got, err := hashFollowing(src, marks, true)
 			if err != nil {
 				return true, nil, err
 			}

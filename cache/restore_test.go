@@ -295,18 +295,20 @@ func TestRestoreKernelCopyIOError(t *testing.T) {
 	}
 }
 
-// TestRestoreBadKernelCopy: if the kernel's copy lands wrong bytes (a
-// reflink emulation gone wrong here), the file that lands is hashed, so
-// the wrong bytes never get dst's name; the second try copies in user
-// space, restores the right content and keeps the good blob.
+// TestRestoreBadKernelCopy: if copy_file_range lands wrong bytes, the
+// file that landed is what is hashed, so the wrong bytes never get dst's
+// name; the second try copies in user space, restores the right content
+// and keeps the good blob.
 func TestRestoreBadKernelCopy(t *testing.T) {
-	setCopyHooks(t, func(dst, src *os.File) error {
-		if err := realClone(dst, src); err != nil {
-			return err
-		}
-		_, err := dst.WriteAt([]byte("X"), 10)
-		return err
-	}, copyRange)
+	setCopyHooks(t, func(dst, src *os.File) error { return syscall.EOPNOTSUPP },
+		func(dst, src *os.File, roff, woff *int64, n int) (int, error) {
+			at := *woff
+			m, err := realRange(dst, src, roff, woff, n)
+			if m > 10 {
+				dst.WriteAt([]byte("X"), at+10)
+			}
+			return m, err
+		})
 	c := newDir(t)
 	content := randomBytes(t, 2*kernelCopyMin)
 	d, err := c.PutBytes(content)
