@@ -93,8 +93,9 @@ func storeCaps(k fsKey, c copyCaps) {
 
 // copyVerifiedKernel copies the raw blob src into the empty file dst by
 // reflink or copy_file_range and hashes what dst then holds. It returns
-// done false, having written nothing, when the kernel can do neither
-// between these filesystems; the caller then copies in user space. As for
+// done false, having written nothing, when the kernel did neither (not
+// supported between these filesystems, or copy_file_range failed before
+// copying a byte); the caller then copies in user space. As for
 // readVerified, err is an I/O error and bad says the content is not d.
 func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error) {
 	key, ok := fsPair(dst, src)
@@ -121,7 +122,14 @@ func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error)
 			cp.noClone = true
 			storeCaps(key, cp)
 		default:
-			return true, nil, err
+			// Any other failure: copy instead, from a clean start (the
+			// user-space copy writes at dst's offset).
+			if err := dst.Truncate(0); err != nil {
+				return true, nil, err
+			}
+			if _, err := dst.Seek(0, io.SeekStart); err != nil {
+				return true, nil, err
+			}
 		}
 	}
 	if cp.noRange {
@@ -153,9 +161,13 @@ func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error)
 	close(marks)
 	h := <-res
 	switch {
-	case cerr != nil && woff == 0 && unsupportedCopy(cerr):
-		cp.noRange = true
-		storeCaps(key, cp)
+	case cerr != nil && woff == 0:
+		// Nothing copied: user space copies instead, and meets the error
+		// again if it was the disk's.
+		if unsupportedCopy(cerr) {
+			cp.noRange = true
+			storeCaps(key, cp)
+		}
 		return false, nil, nil
 	case cerr != nil:
 		return true, nil, cerr

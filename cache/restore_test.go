@@ -260,6 +260,47 @@ func TestRestoreKernelCopyFallsBackOnce(t *testing.T) {
 	}
 }
 
+// TestRestoreKernelCopyOtherErrors: a reflink that fails for another
+// reason than support (here after writing part of the file) falls back to
+// copy_file_range from a clean start, and is tried again for the next
+// file; a copy_file_range that fails before copying a byte falls back to
+// user space. The files are restored exactly.
+func TestRestoreKernelCopyOtherErrors(t *testing.T) {
+	var h copyHook
+	setCopyHooks(t,
+		func(dst, src *os.File) error {
+			h.clones++
+			dst.Write(bytes.Repeat([]byte("partial "), kernelCopyMin))
+			return syscall.EAGAIN
+		},
+		func(dst, src *os.File, roff, woff *int64, n int) (int, error) {
+			h.ranges++
+			if h.ranges == 1 {
+				return 0, syscall.ENOSPC
+			}
+			return realRange(dst, src, roff, woff, n)
+		})
+	c := newDir(t)
+	dir := t.TempDir()
+	for i := range 2 {
+		content := randomBytes(t, kernelCopyMin+i)
+		d, err := c.PutBytes(content)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, fmt.Sprint("out", i))
+		if err := c.RestoreFile(d, dst, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := os.ReadFile(dst); !bytes.Equal(got, content) {
+			t.Errorf("%s: wrong content (%d bytes)", dst, len(got))
+		}
+	}
+	if h.clones != 2 || h.ranges != 3 {
+		t.Errorf("FICLONE tried %d times, copy_file_range %d, want 2 and 3", h.clones, h.ranges)
+	}
+}
+
 // TestRestoreKernelCopyIOError: an I/O error in the middle of the kernel
 // copy fails the restore without touching dst or leaving a temp file, and
 // does not quarantine the blob (an I/O error says nothing about it).
