@@ -65,9 +65,10 @@ func (c *Dir) restoreEntry(root *os.Root, f OutputFile) error {
 
 // RestoreFile writes blob d to dst with permission bits perm (exactly, not
 // filtered by the umask). It writes a temp file in dst's directory (a
-// large blob stored raw by reflink or copy_file_range, hashing what the
-// temp file holds; any other blob in user space, decoding and hashing while
-// writing), and renames it over dst only if the content matches d, so
+// large blob stored raw by reflink or copy_file_range, hashing the copy, or
+// after a reflink the blob whose extents it shares; any other blob in user
+// space, decoding and hashing while writing), and renames it over dst only
+// if the content matches d, so
 // dst is either untouched or complete; a symlink or hard link at dst is
 // replaced, never written through. A missing blob is ErrNotFound. A blob
 // that fails verification twice is moved to quarantine/ and reported as a
