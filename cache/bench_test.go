@@ -107,14 +107,16 @@ func BenchmarkPutFile1GiB(b *testing.B) { benchPutFile(b, writeRandomFixture(b, 
 
 func BenchmarkPutFile1GiBText(b *testing.B) { benchPutFile(b, writeTextFixture(b, benchSize)) }
 
-func benchRestoreFile(b *testing.B, p string) {
+// benchRestoreFile restores the n-byte file p from the cache, over and
+// over, into the same destination (each restore replaces the last).
+func benchRestoreFile(b *testing.B, p string, n int64) {
 	c := newDir(b)
 	d, _, err := c.PutFile(p)
 	if err != nil {
 		b.Fatal(err)
 	}
 	dst := filepath.Join(b.TempDir(), "restored")
-	b.SetBytes(benchSize)
+	b.SetBytes(n)
 	b.ResetTimer()
 	for range b.N {
 		if err := c.RestoreFile(d, dst, 0o644); err != nil {
@@ -123,9 +125,44 @@ func benchRestoreFile(b *testing.B, p string) {
 	}
 }
 
-func BenchmarkRestoreFile1GiB(b *testing.B) { benchRestoreFile(b, writeRandomFixture(b, benchSize)) }
+func BenchmarkRestoreFile1GiB(b *testing.B) {
+	benchRestoreFile(b, writeRandomFixture(b, benchSize), benchSize)
+}
 
-func BenchmarkRestoreFile1GiBText(b *testing.B) { benchRestoreFile(b, writeTextFixture(b, benchSize)) }
+func BenchmarkRestoreFile1GiBText(b *testing.B) {
+	benchRestoreFile(b, writeTextFixture(b, benchSize), benchSize)
+}
+
+// restoreBigSize is a large output stored raw (incompressible): the
+// kernel-copy path of RestoreFile.
+const restoreBigSize = 256 << 20
+
+func BenchmarkRestoreFile256MiBRaw(b *testing.B) {
+	if testing.Short() {
+		b.Skip("writes a 256 MiB fixture")
+	}
+	benchRestoreFile(b, writeRandomFixture(b, restoreBigSize), restoreBigSize)
+}
+
+// BenchmarkRestoreFile256MiBRawUser is the same restore with the kernel
+// copies unavailable: the user-space copy (read, hash, write) every
+// restore used before.
+func BenchmarkRestoreFile256MiBRawUser(b *testing.B) {
+	if testing.Short() {
+		b.Skip("writes a 256 MiB fixture")
+	}
+	withoutKernelCopy(b)
+	benchRestoreFile(b, writeRandomFixture(b, restoreBigSize), restoreBigSize)
+}
+
+// BenchmarkRestoreFile256MiBZst restores text stored compressed: streamed
+// through the decoder.
+func BenchmarkRestoreFile256MiBZst(b *testing.B) {
+	if testing.Short() {
+		b.Skip("writes a 256 MiB fixture")
+	}
+	benchRestoreFile(b, writeTextFixture(b, restoreBigSize), restoreBigSize)
+}
 
 func BenchmarkComputeKey(b *testing.B) {
 	comps := sampleComponents(100)

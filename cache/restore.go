@@ -25,7 +25,7 @@ import (
 // NUL or a backslash, a duplicate, a path beneath a file or symlink, a
 // symlink target that leaves the tree. Directories are created as needed;
 // an existing file at a file's path is replaced, never written through.
-// Each file is verified against its digest as it is written (see
+// Each file is verified against its digest before it gets its name (see
 // [Dir.RestoreFile]).
 func (c *Dir) RestoreTree(root *os.Root, files []OutputFile) error {
 	if err := checkOutputs(files); err != nil {
@@ -64,8 +64,11 @@ func (c *Dir) restoreEntry(root *os.Root, f OutputFile) error {
 }
 
 // RestoreFile writes blob d to dst with permission bits perm (exactly, not
-// filtered by the umask). It writes a temp file in dst's directory, hashing
-// while writing, and renames it over dst only if the content matches d, so
+// filtered by the umask). It writes a temp file in dst's directory (a
+// large blob stored raw by reflink or copy_file_range, hashing the copy, or
+// after a reflink the blob whose extents it shares; any other blob in user
+// space, decoding and hashing while writing), and renames it over dst only
+// if the content matches d, so
 // dst is either untouched or complete; a symlink or hard link at dst is
 // replaced, never written through. A missing blob is ErrNotFound. A blob
 // that fails verification twice is moved to quarantine/ and reported as a
@@ -111,7 +114,7 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 			root.Remove(tmp)
 		}
 	}()
-	bad, err := c.readVerified(t, f, compressed, d)
+	bad, err := c.copyVerified(t, f, compressed, d, mayRetry)
 	if err != nil {
 		return false, err
 	}
@@ -133,6 +136,23 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 	}
 	done = true
 	return false, nil
+}
+
+// copyVerified copies blob d from f into the empty file t and verifies
+// what t holds: with kernel, by the kernel for a large raw blob (see
+// copyVerifiedKernel), else in user space while decoding and hashing (see
+// readVerified). err is an I/O error; bad says the blob is not d.
+// restoreOnce's second try copies in user space, so a blob is quarantined
+// only if reading it, not the kernel's copy, gave the wrong content.
+func (c *Dir) copyVerified(t, f *os.File, compressed bool, d Digest, kernel bool) (bad, err error) {
+	if kernel && !compressed {
+		if st, err := f.Stat(); err == nil && st.Size() >= kernelCopyMin {
+			if done, bad, err := copyVerifiedKernel(t, f, d); done {
+				return bad, err
+			}
+		}
+	}
+	return c.readVerified(t, f, compressed, d)
 }
 
 // createTempIn creates a new, empty file beside name beneath root, with

@@ -12,6 +12,10 @@
 //
 //	cat in/f00001 ... out/p00003 out/p00004 | sha256sum > out/p00012
 //
+// With -copy every phase instead writes its sources concatenated, unhashed
+// (one source: a copy of it), so its output is as large as its inputs: the
+// workload for restoring large outputs.
+//
 // With -foreach K it writes instead a cairn-only sweep: one phase with a
 // for_each over K instances, for the planning scale test.
 package main
@@ -38,6 +42,7 @@ func main() {
 	flag.IntVar(&w.width, "width", 0, "phases per layer (0: about the square root of n)")
 	foreach := flag.Int("foreach", 0, "write a cairn for_each sweep of this many instances instead")
 	noInputs := flag.Bool("no-inputs", false, "write only the tool's files, not in/")
+	flag.BoolVar(&copyMode, "copy", false, "each phase writes its sources concatenated, not their hash (large outputs)")
 	flag.Parse()
 	if *out == "" {
 		fatal(errors.New("-o DIR is required"))
@@ -108,8 +113,24 @@ func (p phase) sources() []string {
 	return s
 }
 
+// copyMode makes every phase write its sources themselves (cat, or cp of a
+// single source) instead of their hash.
+var copyMode bool
+
+// recipe is the shell command that turns the n files srcs (shell words,
+// possibly a tool's own variable such as make's $^) into out.
+func recipe(srcs string, n int, out string) string {
+	switch {
+	case !copyMode:
+		return "cat " + srcs + " | sha256sum > " + out
+	case n == 1:
+		return "cp " + srcs + " " + out
+	}
+	return "cat " + srcs + " > " + out
+}
+
 func (p phase) command() string {
-	return "cat " + strings.Join(p.sources(), " ") + " | sha256sum > " + p.out()
+	return recipe(strings.Join(p.sources(), " "), len(p.sources()), p.out())
 }
 
 func inputName(i int) string { return fmt.Sprintf("in/f%05d", i) }
@@ -214,7 +235,7 @@ func genCairn(ps []phase, dir string) error {
 		for _, d := range p.deps {
 			srcs = append(srcs, fmt.Sprintf("${phase.%s.outputs.o}", d))
 		}
-		fmt.Fprintf(&b, "  command = %q\n", "cat "+strings.Join(srcs, " ")+" | sha256sum > "+p.out())
+		fmt.Fprintf(&b, "  command = %q\n", recipe(strings.Join(srcs, " "), len(srcs), p.out()))
 		fmt.Fprintf(&b, "  inputs  = [%s]\n", quoteList(p.inputs))
 		fmt.Fprintf(&b, "  outputs = { o = %q }\n}\n", p.out())
 	}
@@ -240,16 +261,23 @@ func genMake(ps []phase, dir string) error {
 	}
 	b.WriteString("\n.PHONY: all\n")
 	for _, p := range ps {
-		fmt.Fprintf(&b, "\n%s: %s\n\t@mkdir -p out && cat $^ | sha256sum > $@\n", p.out(), strings.Join(p.sources(), " "))
+		fmt.Fprintf(&b, "\n%s: %s\n\t@mkdir -p out && %s\n", p.out(), strings.Join(p.sources(), " "), recipe("$^", len(p.sources()), "$@"))
 	}
 	return writeFile(dir, "Makefile", b.Bytes())
 }
 
 func genNinja(ps []phase, dir string) error {
 	var b bytes.Buffer
-	b.WriteString("rule h\n  command = mkdir -p out && cat $in | sha256sum > $out\n")
+	b.WriteString("rule h\n  command = mkdir -p out && " + recipe("$in", 2, "$out") + "\n")
+	if copyMode { // a single source is copied (cp), several concatenated
+		b.WriteString("rule h1\n  command = mkdir -p out && " + recipe("$in", 1, "$out") + "\n")
+	}
 	for _, p := range ps {
-		fmt.Fprintf(&b, "build %s: h %s\n", p.out(), strings.Join(p.sources(), " "))
+		rule := "h"
+		if copyMode && len(p.sources()) == 1 {
+			rule = "h1"
+		}
+		fmt.Fprintf(&b, "build %s: %s %s\n", p.out(), rule, strings.Join(p.sources(), " "))
 	}
 	fmt.Fprintf(&b, "build all: phony")
 	for _, s := range sinks(ps) {
@@ -293,8 +321,8 @@ func genSnakemake(ps []phase, dir string) error {
 	}
 	b.WriteString("]\n")
 	for _, p := range ps {
-		fmt.Fprintf(&b, "\nrule %s:\n    input: [%s]\n    output: %q\n    shell: \"cat {input} | sha256sum > {output}\"\n",
-			p.name, quoteList(p.sources()), p.out())
+		fmt.Fprintf(&b, "\nrule %s:\n    input: [%s]\n    output: %q\n    shell: %q\n",
+			p.name, quoteList(p.sources()), p.out(), recipe("{input}", len(p.sources()), "{output}"))
 	}
 	return writeFile(dir, "Snakefile", b.Bytes())
 }

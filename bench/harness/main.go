@@ -43,7 +43,7 @@ var (
 	workDir  = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
 	outDir   = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
 	toolList = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
-	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lq (L with 8 MiB inputs) and XS (10 phases, a smoke test); default S,M,L; quick: S,Lq")
+	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
 	timeout  = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
 	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
@@ -67,6 +67,7 @@ type tool struct {
 	cmd     func(*ws) string   // run in the workspace
 	clean   func(*ws) []string // removed for a cold run
 	cache   bool               // restores outputs from its cache
+	ref     bool               // a reference copy (cp), only in restore of large outputs
 	summary func(string) string
 }
 
@@ -83,6 +84,11 @@ type size struct {
 	scens    []string
 	fastRuns int
 	slowRuns int
+	// copy: every phase writes a copy of its input (gen -copy), so the
+	// outputs are as large as the inputs; only the tools with a cache
+	// run, and restore is timed beside cp -r and cp -al of the same
+	// files.
+	copy bool
 }
 
 // result is one cell of a table.
@@ -147,10 +153,12 @@ func main() {
 		{name: "L", n: 10, f: 10, s: 200 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "XS", n: 10, f: 100, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 3, slowRuns: 2},
 		{name: "Lq", n: 10, f: 10, s: 8 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
+		{name: "Lo", n: 10, f: 10, s: 200 << 20, width: 10, copy: true, scens: []string{"cold", "restore"}, fastRuns: 10, slowRuns: 3},
+		{name: "Lqo", n: 10, f: 10, s: 8 << 20, width: 10, copy: true, scens: []string{"cold", "restore"}, fastRuns: 5, slowRuns: 3},
 	}
-	want := "S,M,L"
+	want := "S,M,L,Lo"
 	if *quick {
-		want = "S,Lq"
+		want = "S,Lq,Lqo"
 		for i := range sizes {
 			sizes[i].fastRuns, sizes[i].slowRuns = 5, 2
 		}
@@ -166,7 +174,7 @@ func main() {
 	if *scale && cairn != "" {
 		runScale(gen)
 	}
-	report(ts, time.Since(start))
+	report(time.Since(start))
 }
 
 func installTools() {
@@ -338,13 +346,16 @@ func runSize(sz size, gen string, ts []*tool) {
 	base := filepath.Join(*workDir, sz.name)
 	master := filepath.Join(base, "master")
 	genArgs := []string{"-n", strconv.Itoa(sz.n), "-f", strconv.Itoa(sz.f), "-s", strconv.FormatInt(sz.s, 10), "-width", strconv.Itoa(sz.width)}
+	if sz.copy {
+		genArgs = append(genArgs, "-copy")
+	}
 	// The master inputs are written once and never changed; every tool
 	// gets its own copy (its own mtimes: touch and edits stay per tool).
 	mustRun(gen, append([]string{"-tool", "make", "-o", master}, genArgs...)...)
 	wss := map[string]*ws{}
 	var live []*tool
 	for _, t := range ts {
-		if t.missing != "" {
+		if t.missing != "" || sz.copy && !t.cache {
 			continue
 		}
 		w := &ws{dir: filepath.Join(base, t.name), cacheDir: filepath.Join(base, t.name+".cairn-cache")}
@@ -355,10 +366,19 @@ func runSize(sz size, gen string, ts []*tool) {
 		wss[t.name] = w
 		live = append(live, t)
 	}
+	if sz.copy {
+		for _, t := range refTools(master) {
+			w := &ws{dir: filepath.Join(base, t.name)}
+			check(os.RemoveAll(w.dir))
+			check(os.MkdirAll(w.dir, 0o755))
+			wss[t.name] = w
+			live = append(live, t)
+		}
+	}
 	for _, sc := range sz.scens {
 		var group []*tool
 		for _, t := range live {
-			if sc == "restore" && !t.cache {
+			if sc == "restore" && !t.cache || sc != "restore" && t.ref {
 				continue
 			}
 			group = append(group, t)
@@ -402,6 +422,26 @@ func runSize(sz size, gen string, ts []*tool) {
 			}
 		}
 	}
+}
+
+// refTools are the reference rows of restoring large outputs: cp -r and cp
+// -al of files of the same sizes (the workload's inputs, which its outputs
+// copy) into out/. Their source is the master copy of the inputs, which
+// nothing writes.
+func refTools(master string) []*tool {
+	src := filepath.Join(master, "in")
+	versions["cp"] = firstLine(output("cp", "--version"))
+	var ts []*tool
+	for _, flags := range []string{"-r", "-al"} {
+		ts = append(ts, &tool{
+			name:  "cp" + flags,
+			ref:   true,
+			cache: true,
+			cmd:   func(*ws) string { return "exec cp " + flags + " " + src + " out" },
+			clean: func(*ws) []string { return []string{"out"} },
+		})
+	}
+	return ts
 }
 
 // prepare is the shell command that sets up the state a scenario starts from.
@@ -666,7 +706,7 @@ var scenarioTitle = map[string]string{
 	"restore": "restore all outputs (rm -rf out)",
 }
 
-func report(ts []*tool, elapsed time.Duration) {
+func report(elapsed time.Duration) {
 	var b bytes.Buffer
 	mode := "full"
 	if *quick {
@@ -684,17 +724,23 @@ func report(ts []*tool, elapsed time.Duration) {
 			sizes = append(sizes, r.Size)
 		}
 	}
-	var names []string
-	for _, t := range ts {
-		if t.missing == "" {
-			names = append(names, t.name)
-		}
-	}
 	for _, sz := range sizes {
 		if strings.HasPrefix(sz, "sweep") {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/ninja |\n|---|%s---|\n", sz, strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+		// The columns: the tools measured at this size, in the order of
+		// -tools, then the reference copies.
+		var names []string
+		for _, r := range all {
+			if r.Size == sz && !slices.Contains(names, r.Tool) {
+				names = append(names, r.Tool)
+			}
+		}
+		ref := "ninja"
+		if slices.Contains(names, "cp-r") {
+			ref = "cp-r"
+		}
+		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", sz, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
 		var wrote, rss bytes.Buffer
 		for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
 			row := map[string]*result{}
@@ -736,7 +782,7 @@ func report(ts []*tool, elapsed time.Duration) {
 				}
 				wrote.WriteString(" |")
 			}
-			c, n := row["cairn"], row["ninja"]
+			c, n := row["cairn"], row[ref]
 			if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
 				fmt.Fprintf(&b, " %.2f |\n", c.Median/n.Median)
 			} else {
