@@ -17,7 +17,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 1\n"
+const entryMemoHeader = "cairn-entry-memo 2\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -27,7 +27,9 @@ const entryMemoSlack = 50 * time.Millisecond
 // EntryMemo remembers action entries already read and verified, by the
 // stat of their file (size, mtime, ctime, inode), so a run that finds the
 // same entries as the last one (a no-op) does not read, checksum, decode
-// and re-verify each of them again. It is a workspace's private file, never
+// and re-verify each of them again; and raw blobs already restored and
+// verified, so restoring one again copies it without hashing it (never for
+// a shared cache). FORMAT.md, "Workspace memo", is the contract. It is a workspace's private file, never
 // part of the cache: losing or damaging it costs one full read of each
 // entry, nothing else.
 //
@@ -44,9 +46,16 @@ type EntryMemo struct {
 	mu      sync.Mutex
 	entries map[ActionID]memoEntry
 	used    map[ActionID]bool
+	blobs   map[Digest]memoBlob // raw blobs this workspace verified
 	dirty   bool
 
-	hits atomic.Int64
+	hits, blobHits atomic.Int64
+}
+
+// memoBlob is a raw blob whose content was hashed and found right.
+type memoBlob struct {
+	stamp    entryStamp
+	recorded int64 // ns: when its hashing began
 }
 
 type memoEntry struct {
@@ -77,19 +86,53 @@ func stampOf(fi fs.FileInfo) (entryStamp, bool) {
 // LoadEntryMemo reads the memo at path; a missing or damaged file gives an
 // empty memo.
 func LoadEntryMemo(path string) *EntryMemo {
-	m := &EntryMemo{path: path, now: time.Now, entries: map[ActionID]memoEntry{}, used: map[ActionID]bool{}}
+	m := &EntryMemo{path: path, now: time.Now, entries: map[ActionID]memoEntry{}, used: map[ActionID]bool{}, blobs: map[Digest]memoBlob{}}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return m
 	}
-	if entries, err := decodeEntryMemo(b); err == nil {
-		m.entries = entries
+	if entries, blobs, err := decodeEntryMemo(b); err == nil {
+		m.entries, m.blobs = entries, blobs
 	}
 	return m
 }
 
-// Hits reports how many lookups the memo answered.
+// Hits reports how many entry lookups the memo answered.
 func (m *EntryMemo) Hits() int64 { return m.hits.Load() }
+
+// BlobHits reports how many blobs were copied unhashed on the memo's word.
+func (m *EntryMemo) BlobHits() int64 { return m.blobHits.Load() }
+
+// blobTrusted reports whether raw blob d, whose open file's stat is fi,
+// was verified by this workspace and has not changed since (the racy rule
+// as for entries).
+func (m *EntryMemo) blobTrusted(d Digest, fi fs.FileInfo) bool {
+	st, ok := stampOf(fi)
+	if !ok {
+		return false
+	}
+	m.mu.Lock()
+	mb, ok := m.blobs[d]
+	m.mu.Unlock()
+	if !ok || mb.stamp != st || st.ctime >= mb.recorded-int64(entryMemoSlack) {
+		return false
+	}
+	m.blobHits.Add(1)
+	return true
+}
+
+// blobVerified remembers that raw blob d, whose open file's stat was fi,
+// hashed right; hashing began at began.
+func (m *EntryMemo) blobVerified(d Digest, fi fs.FileInfo, began time.Time) {
+	st, ok := stampOf(fi)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	m.blobs[d] = memoBlob{stamp: st, recorded: began.UnixNano()}
+	m.dirty = true
+	m.mu.Unlock()
+}
 
 // has reports whether the memo holds an entry for key.
 func (m *EntryMemo) has(key ActionID) bool {
@@ -160,7 +203,10 @@ func (m *EntryMemo) Save() error {
 			}
 		}
 	}
-	b := encodeEntryMemo(m.entries)
+	if len(m.blobs) > 4*len(m.used)+4096 {
+		clear(m.blobs) // verified again on their next restore
+	}
+	b := encodeEntryMemo(m.entries, m.blobs)
 	if err := fsx.WriteFileAtomic(m.path, b, 0o644, "ws", false, false); err != nil {
 		return fmt.Errorf("save entry memo: %w", err)
 	}
@@ -171,7 +217,7 @@ func (m *EntryMemo) Save() error {
 // The file is the header, then one record per entry (key order), then the
 // SHA-256 of everything before it (package binenc).
 
-func encodeEntryMemo(entries map[ActionID]memoEntry) []byte {
+func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) []byte {
 	keys := make([]ActionID, 0, len(entries))
 	for k := range entries {
 		keys = append(keys, k)
@@ -217,13 +263,28 @@ func encodeEntryMemo(entries map[ActionID]memoEntry) []byte {
 		w.Str(e.Host)
 		w.Str(e.User)
 	}
+	digests := make([]Digest, 0, len(blobs))
+	for d := range blobs {
+		digests = append(digests, d)
+	}
+	sort.Slice(digests, func(i, j int) bool { return bytes.Compare(digests[i][:], digests[j][:]) < 0 })
+	w.Len(len(digests))
+	for _, d := range digests {
+		mb := blobs[d]
+		w.Fixed(d[:])
+		w.Int(mb.stamp.size)
+		w.Int(mb.stamp.mtime)
+		w.Int(mb.stamp.ctime)
+		w.Uint(mb.stamp.ino)
+		w.Int(mb.recorded)
+	}
 	return w.Finish()
 }
 
-func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, error) {
+func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	r, err := binenc.Open(b, entryMemoHeader)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	n := r.Len()
 	out := make(map[ActionID]memoEntry, n)
@@ -272,22 +333,33 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, error) {
 			break
 		}
 		if err := e.Created.UnmarshalBinary([]byte(created)); err != nil {
-			return nil, fmt.Errorf("record %d: created: %w", i, err)
+			return nil, nil, fmt.Errorf("record %d: created: %w", i, err)
 		}
 		// The memo is a private file under its own checksum, and its
 		// entries' keys were checked when they were read from the cache;
 		// still, a foreign one must not hand restore an unsafe path.
 		if e.Format != EntryFormat {
-			return nil, fmt.Errorf("record %d: format %d", i, e.Format)
+			return nil, nil, fmt.Errorf("record %d: format %d", i, e.Format)
 		}
 		if err := checkOutputs(e.Outputs); err != nil {
-			return nil, fmt.Errorf("record %d: %w", i, err)
+			return nil, nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		me.e = e
 		out[k] = me
 	}
-	if err := r.Err(); err != nil {
-		return nil, err
+	nb := r.Len()
+	blobs := make(map[Digest]memoBlob, nb)
+	for i := 0; i < nb && r.OK(); i++ {
+		var d Digest
+		r.Fixed(d[:])
+		var mb memoBlob
+		mb.stamp.size, mb.stamp.mtime, mb.stamp.ctime = r.Int(), r.Int(), r.Int()
+		mb.stamp.ino = r.Uint()
+		mb.recorded = r.Int()
+		blobs[d] = mb
 	}
-	return out, nil
+	if err := r.Err(); err != nil {
+		return nil, nil, err
+	}
+	return out, blobs, nil
 }

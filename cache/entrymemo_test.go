@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
@@ -31,12 +32,16 @@ func TestEntryMemoRoundTrip(t *testing.T) {
 	for i, e := range memoEntries() {
 		in[e.Key] = memoEntry{stamp: entryStamp{size: int64(100 + i), mtime: -5, ctime: 1 << 62, ino: 1<<64 - 1}, recorded: int64(i), e: e}
 	}
-	got, err := decodeEntryMemo(encodeEntryMemo(in))
+	blobs := map[Digest]memoBlob{HashBytes([]byte("b")): {stamp: entryStamp{size: 1, mtime: 2, ctime: 3, ino: 4}, recorded: 5}}
+	got, gotBlobs, err := decodeEntryMemo(encodeEntryMemo(in, blobs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(in, got, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(blobs, gotBlobs, cmp.AllowUnexported(memoBlob{}, entryStamp{})); diff != "" {
+		t.Errorf("blobs round trip (-want +got):\n%s", diff)
 	}
 }
 
@@ -46,7 +51,7 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 	for _, e := range memoEntries() {
 		in[e.Key] = memoEntry{e: e}
 	}
-	b := encodeEntryMemo(in)
+	b := encodeEntryMemo(in, nil)
 	for _, tc := range []struct {
 		name string
 		b    []byte
@@ -55,9 +60,9 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 		{"cut short", b[:len(b)-1]},
 		{"header only", []byte(entryMemoHeader)},
 		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoHeader)+40] ^= 1; return c }()},
-		{"other header", append([]byte("cairn-entry-memo 2\n"), b[len(entryMemoHeader):]...)},
+		{"other header", append([]byte("cairn-entry-memo 9\n"), b[len(entryMemoHeader):]...)},
 	} {
-		if _, err := decodeEntryMemo(tc.b); err == nil {
+		if _, _, err := decodeEntryMemo(tc.b); err == nil {
 			t.Errorf("%s: decoded without error", tc.name)
 		}
 	}
@@ -190,17 +195,17 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 	for _, e := range memoEntries() {
 		in[e.Key] = memoEntry{e: e}
 	}
-	good := encodeEntryMemo(in)
+	good := encodeEntryMemo(in, map[Digest]memoBlob{HashBytes(nil): {recorded: 1}})
 	f.Add(good, false)
 	f.Add(good[:len(good)-sha256.Size], true)
-	f.Add(encodeEntryMemo(nil), false)
+	f.Add(encodeEntryMemo(nil, nil), false)
 	f.Add([]byte(entryMemoHeader), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
 			sum := sha256.Sum256(b)
 			b = append(b[:len(b):len(b)], sum[:]...)
 		}
-		got, err := decodeEntryMemo(b)
+		got, blobs, err := decodeEntryMemo(b)
 		if err != nil {
 			return
 		}
@@ -209,12 +214,94 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 				t.Fatalf("record %x decoded without its entry", k[:4])
 			}
 		}
-		again, err := decodeEntryMemo(encodeEntryMemo(got))
+		again, againBlobs, err := decodeEntryMemo(encodeEntryMemo(got, blobs))
 		if err != nil {
 			t.Fatalf("re-encoded memo does not decode: %v", err)
+		}
+		if diff := cmp.Diff(blobs, againBlobs, cmp.AllowUnexported(memoBlob{}, entryStamp{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("re-encode changed the blobs (-first +second):\n%s", diff)
 		}
 		if diff := cmp.Diff(got, again, cmp.AllowUnexported(memoEntry{}, entryStamp{}), cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("re-encode changed the memo (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// TestBlobMemoCopiesVerifiedBlobsUnhashed: a raw blob restored (and so
+// verified) once is copied unhashed the next time while its file is
+// unchanged; a blob rewritten in place since is hashed again and caught;
+// a shared cache never trusts the memo.
+func TestBlobMemoCopiesVerifiedBlobsUnhashed(t *testing.T) {
+	t.Parallel()
+	root, path := t.TempDir(), filepath.Join(t.TempDir(), "entries")
+	content := randomBytes(t, 3<<20) // big enough for the kernel copy path
+	c, m := memoDir(t, root, path, Options{})
+	d, err := c.PutBytes(content)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := c.PutBytes([]byte("small blob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.now = func() time.Time { return time.Now().Add(time.Second) } // not racy
+	out := t.TempDir()
+	restore := func(c *Dir, d Digest, name string) []byte {
+		t.Helper()
+		if err := c.RestoreFile(d, filepath.Join(out, name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	restore(c, d, "big")
+	restore(c, small, "small")
+	if m.BlobHits() != 0 {
+		t.Fatalf("first restores trusted an empty memo")
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, m2 := memoDir(t, root, path, Options{})
+	if got := restore(c2, d, "big2"); !bytes.Equal(got, content) {
+		t.Fatalf("trusted restore wrote %d other bytes", len(got))
+	}
+	if got := restore(c2, small, "small2"); string(got) != "small blob" {
+		t.Fatalf("trusted restore of a small blob: %q", got)
+	}
+	if m2.BlobHits() != 2 {
+		t.Fatalf("verified blobs hashed again (blob hits %d, want 2)", m2.BlobHits())
+	}
+
+	// Rewritten in place (same inode, same size): ctime moves, so the
+	// memo no longer vouches, and the hash catches the damage.
+	p := c2.blobPath(d, false)
+	os.Chmod(p, 0o644)
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte{content[0] ^ 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	c3, m3 := memoDir(t, root, path, Options{})
+	if err := c3.RestoreFile(d, filepath.Join(out, "big3"), 0o644); err == nil {
+		t.Errorf("blob damaged in place restored on the memo's word")
+	}
+	if m3.BlobHits() != 0 {
+		t.Errorf("memo vouched for a rewritten blob")
+	}
+
+	// A shared cache hashes every read.
+	c4, m4 := memoDir(t, root, path, Options{})
+	c4.perms.shared = true
+	restore(c4, small, "small4")
+	if m4.BlobHits() != 0 {
+		t.Errorf("shared cache copied a blob unhashed")
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 )
 
 // Restore writes through an [os.Root]: every open, mkdir, symlink and
@@ -114,7 +115,27 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 			root.Remove(tmp)
 		}
 	}()
-	bad, err := c.copyVerified(t, f, compressed, d, mayRetry)
+	// A raw blob this workspace verified before, whose file has not
+	// changed since, is copied unhashed (see blobMemo); any other is
+	// hashed while it is copied, and remembered once it checks.
+	memo := c.blobMemo()
+	var fi fs.FileInfo
+	if memo != nil && !compressed {
+		fi, _ = f.Stat()
+	}
+	var bad error
+	if fi != nil && mayRetry && memo.blobTrusted(d, fi) {
+		err = copyTrusted(t, f)
+	} else {
+		var began time.Time
+		if fi != nil {
+			began = memo.now()
+		}
+		bad, err = c.copyVerified(t, f, compressed, d, mayRetry)
+		if err == nil && bad == nil && fi != nil {
+			memo.blobVerified(d, fi, began)
+		}
+	}
 	if err != nil {
 		return false, err
 	}
@@ -153,6 +174,16 @@ func (c *Dir) copyVerified(t, f *os.File, compressed bool, d Digest, kernel bool
 		}
 	}
 	return c.readVerified(t, f, compressed, d)
+}
+
+// blobMemo returns the memo whose verified blobs restores may copy
+// unhashed: none for a shared cache, where every read is hashed (a
+// teammate's process writes there; RELIABILITY I2), nor without a memo.
+func (c *Dir) blobMemo() *EntryMemo {
+	if c.memo == nil || c.Shared() {
+		return nil
+	}
+	return c.memo
 }
 
 // createTempIn creates a new, empty file beside name beneath root, with
