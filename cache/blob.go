@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // emptyDigest is the digest of no bytes, the only blob that may be stored as
@@ -23,7 +25,7 @@ var sampleBufs = sync.Pool{New: func() any { b := make([]byte, sampleSize); retu
 // fails rather than store a torn copy. When PutFile returns nil, the blob is
 // durable (see FORMAT.md).
 func (c *Dir) PutFile(path string) (Digest, int64, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
 	}

@@ -86,6 +86,11 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
 	cmd.Dir = job.Dir
 	cmd.Env = job.Env
+	// One /dev/null for every phase's stdin, instead of os/exec opening
+	// it for each.
+	if f := devNull(); f != nil {
+		cmd.Stdin = f
+	}
 	// Every stream is an *os.File, so Wait returns as soon as the child
 	// exits, and cairn, not os/exec, decides how long to wait for output.
 	var out outputPipes
@@ -272,3 +277,14 @@ type startReq struct {
 	cmd *exec.Cmd
 	err chan error
 }
+
+// devNull returns /dev/null open for reading, opened once and kept open,
+// or nil if it cannot be opened (os/exec then tries itself and reports
+// the failure).
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})

@@ -56,8 +56,8 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	e := r.e
 	addr := p.Addr
 	began := e.now()
-	ckpt := filepath.Join(e.ws.StateDir(), "checkpoints", d.key.String())
-	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+	ckpt := filepath.Join(r.ckpts.dir, d.key.String())
+	if err := r.ckpts.make(ckpt); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})
 	}
 	ph := &phaseRun{
@@ -111,6 +111,8 @@ type phaseRun struct {
 	sawCost    bool
 	stdout     string
 	stderr     string
+	// The last attempt wrote nothing to stdout, stderr.
+	stdoutEmpty, stderrEmpty bool
 	duration   time.Duration
 	metrics    json.RawMessage // read when the command succeeded
 }
@@ -166,12 +168,13 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	stdoutPath, stderrPath := ph.logBase+".stdout", ph.logBase+".stderr"
 	ph.stdout, ph.stderr = stdoutPath, stderrPath
 	relErr := e.ws.Rel(stderrPath)
-	stdoutF, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	empty := r.emptyLog.get(filepath.Dir(stdoutPath))
+	stdoutF, err := openPhaseLog(stdoutPath, empty)
 	if err != nil {
 		return failed(err)
 	}
 	defer stdoutF.Close()
-	stderrF, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stderrF, err := openPhaseLog(stderrPath, empty)
 	if err != nil {
 		return failed(err)
 	}
@@ -260,6 +263,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	for _, t := range tees {
 		_ = t.Close()
 	}
+	ph.stdoutEmpty, ph.stderrEmpty = stdoutF.empty(), stderrF.empty()
 	_, saw := watcher.finish()
 	ph.sawCost = ph.sawCost || saw
 	ph.reportOff, ph.reportLine = watcher.position()
@@ -360,7 +364,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		}
 	}
 	// The phase is done: its checkpoints are no longer needed.
-	_ = os.RemoveAll(ph.ckpt)
+	r.ckpts.release(ph.ckpt)
 	if ph.metrics != nil {
 		r.state.phase(p.Addr, func(ps *PhaseState) { ps.Metrics = ph.metrics })
 	}
@@ -373,11 +377,11 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 // entry never references a missing blob.
 func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	c := r.e.cache
-	outD, _, err := c.PutFile(ph.stdout)
+	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty)
 	if err != nil {
 		return err
 	}
-	errD, _, err := c.PutFile(ph.stderr)
+	errD, err := r.putLog(ph.stderr, ph.stderrEmpty)
 	if err != nil {
 		return err
 	}
@@ -415,8 +419,8 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 				return fmt.Errorf("output %s changed after the phase ended", f.Path)
 			}
 		}
-		if _, _, err = c.PutFile(ph.stdout); err == nil {
-			if _, _, err = c.PutFile(ph.stderr); err == nil {
+		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty); err == nil {
+			if _, err = r.putLog(ph.stderr, ph.stderrEmpty); err == nil {
 				err = c.PutEntry(entry)
 			}
 		}
@@ -425,6 +429,16 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 		r.e.session.Put(entry.Key)
 	}
 	return err
+}
+
+// putLog stores a log of the phase's last attempt in the cache; one the
+// command wrote nothing to is the empty blob, not read again.
+func (r *runner) putLog(path string, empty bool) (cache.Digest, error) {
+	if empty {
+		return r.e.cache.PutBytes(nil)
+	}
+	d, _, err := r.e.cache.PutFile(path)
+	return d, err
 }
 
 // hostUser returns this machine's name and the user's, for cache

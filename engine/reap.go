@@ -2,12 +2,15 @@ package engine
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // currentFile names the run in progress; it outlives a run only when the
@@ -74,16 +77,21 @@ func killMarkedAll(entries []string, minPID int) {
 	}
 	self := os.Getpid()
 	var pids []int
-	procs, err := os.ReadDir("/proc")
+	d, err := fsx.OpenFile("/proc", os.O_RDONLY, 0)
 	if err != nil {
 		return
 	}
-	for _, ent := range procs {
-		pid, err := strconv.Atoi(ent.Name())
+	procs, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	for _, name := range procs {
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self || pid < minPID {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+		env, err := readProcFile(filepath.Join("/proc", name, "environ"))
 		if err != nil || !marked(env) || remoteJobProcess(env) {
 			continue
 		}
@@ -167,4 +175,29 @@ func lastPID() int {
 	}
 	n, _ := strconv.Atoi(string(bytes.TrimSpace(b)))
 	return n
+}
+
+// readProcFile reads a file of /proc. A reaper scan reads the environment
+// of every process started since the job: fsx.OpenFile spares each the
+// system calls os.ReadFile spends on Go's poller.
+func readProcFile(path string) ([]byte, error) {
+	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, 0, 4096)
+	for {
+		n, err := f.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }

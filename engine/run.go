@@ -164,6 +164,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 
 		prevJobs:  prevJobs,
 		cancelRun: cancelRun,
+		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
 	}
 	if opts.RetryBackoff > 0 {
 		r.backoff = opts.RetryBackoff
@@ -253,6 +254,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if f, ok := e.exec.(interface{ Flush() }); ok {
 		f.Flush()
 	}
+	r.ckpts.cleanup()
 
 	end := e.now()
 	reason := r.stopReason()
@@ -449,6 +451,11 @@ type runner struct {
 	// number of jobs: a phase gives its job slot back when its command
 	// ends, so without it a slow cache would let stores pile up.
 	storeSem chan struct{}
+
+	// emptyLog is the run's empty log file, which the logs of phases
+	// start as (see phaseLog); ckpts makes the checkpoint directories.
+	emptyLog emptyLogs
+	ckpts    *checkpointDirs
 
 	whoOnce      sync.Once
 	host, user   string
