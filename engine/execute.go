@@ -111,10 +111,10 @@ type phaseRun struct {
 	sawCost    bool
 	stdout     string
 	stderr     string
-	// The last attempt wrote nothing to stdout, stderr.
-	stdoutEmpty, stderrEmpty bool
 	duration   time.Duration
 	metrics    json.RawMessage // read when the command succeeded
+	// The last attempt wrote nothing to stdout, stderr.
+	stdoutEmpty, stderrEmpty bool
 }
 
 // waitRetry waits out the backoff before another attempt. It returns
