@@ -83,7 +83,7 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	if waitDelay == 0 {
 		waitDelay = time.Second
 	}
-	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
+	cmd := command(job.Argv)
 	cmd.Dir = job.Dir
 	cmd.Env = job.Env
 	// One /dev/null for every phase's stdin, instead of os/exec opening
@@ -288,3 +288,19 @@ var devNull = sync.OnceValue(func() *os.File {
 	}
 	return f
 })
+
+// command is exec.Command, except that "sh", which every phase written as
+// a string runs through, is looked up in cairn's PATH once rather than
+// once per phase (a stat in each PATH directory before the one holding
+// it). Other names are looked up every time: a phase may install a tool
+// that a later one runs.
+func command(argv []string) *exec.Cmd {
+	if argv[0] == "sh" {
+		if p, err := shPath(); err == nil {
+			return &exec.Cmd{Path: p, Args: argv}
+		}
+	}
+	return exec.Command(argv[0], argv[1:]...)
+}
+
+var shPath = sync.OnceValues(func() (string, error) { return exec.LookPath("sh") })

@@ -358,6 +358,10 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
 	}
 	if p.Cache {
+		// From here on the phase succeeds (a result that cannot be
+		// cached only warns): its dependents need not wait for the
+		// entry's fsyncs.
+		r.release(p.Addr, tree)
 		if err := r.store(ph, tree); err != nil {
 			// The outputs are fine; only caching failed. Say so and go on.
 			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", p.Addr, err), Time: e.now()})

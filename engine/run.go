@@ -472,12 +472,15 @@ type runner struct {
 }
 
 // phaseResult is what a phase's goroutine tells the scheduler: that its
-// command has ended and its job slot is free (slotOnly), or that the
-// phase is over (ok: its outputs are in place and recorded).
+// command has ended and its job slot is free (slotOnly), that its outputs
+// are in place and hashed, so its dependents may start while it stores
+// them (released: it succeeds whatever comes next), or that the phase is
+// over (ok: its outputs are in place and recorded).
 type phaseResult struct {
 	addr     string
 	ok       bool
 	slotOnly bool
+	released bool
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
@@ -489,7 +492,8 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	var queue []string
 	running := 0               // phases holding a job slot
 	inflight := 0              // phase goroutines not yet over
-	freed := map[string]bool{} // phases that gave their slot back early
+	freed := map[string]bool{}    // phases that gave their slot back early
+	released := map[string]bool{} // phases whose dependents could start before they were over
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	for {
@@ -524,6 +528,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
+			if pr.released {
+				released[pr.addr] = true
+				plan.Done(pr.addr, true)
+				continue
+			}
 			if !freed[pr.addr] {
 				running--
 				pools.release(r.e.spec.Phase(pr.addr).Resources)
@@ -534,6 +543,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
+			if released[pr.addr] {
+				delete(released, pr.addr) // succeeded, as it said
+				continue
+			}
 			skipped := plan.Done(pr.addr, pr.ok)
 			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
 				// A phase ended by a stop: its dependents were not
@@ -612,6 +625,18 @@ func (r *runner) restore(d *Decision) error {
 // cache's fsyncs. Its dependents still wait for the phase to be over.
 func (r *runner) freeSlot(addr string) {
 	r.results <- phaseResult{addr: addr, slotOnly: true}
+}
+
+// release lets the dependents of a phase that succeeded start while it
+// stores its result: they need its outputs, which are in place, and their
+// digests, which tree holds, not the phase's action entry, whose fsyncs
+// would otherwise lie on the run's critical path. The phase is still
+// reported done only once its result is durable (RELIABILITY.md I4).
+func (r *runner) release(addr string, tree []cache.OutputFile) {
+	r.mu.Lock()
+	r.trees[addr] = tree
+	r.mu.Unlock()
+	r.results <- phaseResult{addr: addr, released: true}
 }
 
 // finish records a phase that ended well.
