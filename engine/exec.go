@@ -249,28 +249,49 @@ func (o *outputPipes) abandon() {
 	}
 }
 
-// startOnLockedThread starts cmd from one OS thread that never exits.
+// startOnLockedThread starts cmd from an OS thread that never exits.
 // Pdeathsig is delivered when the thread that forked the child ends, not
 // the process (go.dev/issue/27505): forked from an arbitrary thread, a
 // phase would be killed if the Go runtime ever retired that thread.
+// A fork blocks its thread until the child has called exec (os/exec uses
+// vfork), which takes a millisecond or more on a busy machine, so a few
+// such threads start jobs, one more whenever all are busy, up to
+// maxStarters: jobs ending together do not queue for one thread.
 func startOnLockedThread(cmd *exec.Cmd) error {
-	starter.once.Do(func() {
+	starter.mu.Lock()
+	if starter.reqs == nil {
 		starter.reqs = make(chan startReq)
-		go func() {
+	}
+	if starter.idle == 0 && starter.n < maxStarters {
+		starter.n++
+		starter.idle++
+		go func(reqs <-chan startReq) {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as cairn
-			for r := range starter.reqs {
+			for r := range reqs {
 				r.err <- r.cmd.Start()
 			}
-		}()
-	})
+		}(starter.reqs)
+	}
+	starter.idle--
+	reqs := starter.reqs
+	starter.mu.Unlock()
 	req := startReq{cmd: cmd, err: make(chan error, 1)}
-	starter.reqs <- req
-	return <-req.err
+	reqs <- req
+	err := <-req.err
+	starter.mu.Lock()
+	starter.idle++
+	starter.mu.Unlock()
+	return err
 }
 
+// maxStarters bounds the threads that start jobs.
+const maxStarters = 4
+
 var starter struct {
-	once sync.Once
+	mu   sync.Mutex
 	reqs chan startReq
+	n    int // threads started
+	idle int // of which not starting a job (may go below 0: callers wait)
 }
 
 type startReq struct {

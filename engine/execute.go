@@ -343,8 +343,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	e := r.e
 	p := ph.p
 	relErr := e.ws.Rel(ph.stderr)
-	tree, err := e.collectOutputs(p)
-	if err != nil {
+	failed := func(err error) bool {
 		perr := &PhaseError{Phase: p.Addr, Err: err, Log: relErr}
 		var ns *cache.NoSpaceError
 		if errors.As(err, &ns) {
@@ -352,16 +351,27 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		}
 		return r.fail(p.Addr, began, perr)
 	}
+	tree, pend, err := e.collectOutputs(p)
+	if err != nil {
+		return failed(err)
+	}
+	if p.Cache {
+		// The outputs are in place and hashed: the dependents need no
+		// more to start, and need not wait for the blobs' and the
+		// entry's fsyncs. Should storing the blobs fail (a full cache),
+		// the phase fails and the run halts as before; the dependents
+		// already running used outputs that are in place and correct.
+		r.release(p.Addr, tree)
+		if err := commitAll(pend); err != nil {
+			return failed(err)
+		}
+	}
 	ph.metrics = e.readMetrics(p)
 	if p.Budget.MaxCost != nil && !ph.sawCost {
 		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
 			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
 	}
 	if p.Cache {
-		// From here on the phase succeeds (a result that cannot be
-		// cached only warns): its dependents need not wait for the
-		// entry's fsyncs.
-		r.release(p.Addr, tree)
 		if err := r.store(ph, tree); err != nil {
 			// The outputs are fine; only caching failed. Say so and go on.
 			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", p.Addr, err), Time: e.now()})
@@ -377,7 +387,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 }
 
 // store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (collectOutputs stored them), so the
+// outputs' blobs are already there (succeed committed them), so the
 // entry never references a missing blob.
 func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	c := r.e.cache

@@ -474,8 +474,8 @@ type runner struct {
 // phaseResult is what a phase's goroutine tells the scheduler: that its
 // command has ended and its job slot is free (slotOnly), that its outputs
 // are in place and hashed, so its dependents may start while it stores
-// them (released: it succeeds whatever comes next), or that the phase is
-// over (ok: its outputs are in place and recorded).
+// them (released), or that the phase is over (ok: its outputs are in
+// place and recorded).
 type phaseResult struct {
 	addr     string
 	ok       bool
@@ -544,7 +544,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			delete(freed, pr.addr)
 			inflight--
 			if released[pr.addr] {
-				delete(released, pr.addr) // succeeded, as it said
+				// Its dependents were started: only a failure to
+				// store its outputs (a full cache) remains to act on.
+				delete(released, pr.addr)
+				if !pr.ok && !r.opts.KeepGoing {
+					halted = true
+				}
 				continue
 			}
 			skipped := plan.Done(pr.addr, pr.ok)
@@ -627,11 +632,12 @@ func (r *runner) freeSlot(addr string) {
 	r.results <- phaseResult{addr: addr, slotOnly: true}
 }
 
-// release lets the dependents of a phase that succeeded start while it
-// stores its result: they need its outputs, which are in place, and their
-// digests, which tree holds, not the phase's action entry, whose fsyncs
-// would otherwise lie on the run's critical path. The phase is still
-// reported done only once its result is durable (RELIABILITY.md I4).
+// release lets the dependents of a phase whose command succeeded start
+// while it stores its result: they need its outputs, which are in place,
+// and their digests, which tree holds, not the blobs and the action entry
+// in the cache, whose fsyncs would otherwise lie on the run's critical
+// path. The phase is still reported done only once its result is durable
+// (RELIABILITY.md I4).
 func (r *runner) release(addr string, tree []cache.OutputFile) {
 	r.mu.Lock()
 	r.trees[addr] = tree
