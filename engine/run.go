@@ -490,8 +490,8 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
 	var queue []string
-	running := 0               // phases holding a job slot
-	inflight := 0              // phase goroutines not yet over
+	running := 0                  // phases holding a job slot
+	inflight := 0                 // phase goroutines not yet over
 	freed := map[string]bool{}    // phases that gave their slot back early
 	released := map[string]bool{} // phases whose dependents could start before they were over
 	halted := false
