@@ -25,7 +25,7 @@ var sampleBufs = sync.Pool{New: func() any { b := make([]byte, sampleSize); retu
 // fails rather than store a torn copy. When PutFile returns nil, the blob is
 // durable (see FORMAT.md).
 func (c *Dir) PutFile(path string) (Digest, int64, error) {
-	b, err := c.StageFile(path)
+	b, err := c.StageFile(path, nil)
 	if err != nil {
 		return Digest{}, 0, err
 	}
@@ -39,8 +39,10 @@ func (c *Dir) PutFile(path string) (Digest, int64, error) {
 // its content (in memory when small, else in a temp file of the cache)
 // for [PendingBlob.Commit] to make durable. A caller that needs only the
 // digest to go on (a phase's dependents) need not wait for the fsyncs.
-// Every PendingBlob must be committed or discarded.
-func (c *Dir) StageFile(path string) (*PendingBlob, error) {
+// Every PendingBlob must be committed or discarded. beforeTemp, if not
+// nil, is called before a temp file is made (content too large to keep in
+// memory), so a caller can bound the temp files in flight.
+func (c *Dir) StageFile(path string, beforeTemp func()) (*PendingBlob, error) {
 	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("cache put %s: %w", path, err)
@@ -54,7 +56,7 @@ func (c *Dir) StageFile(path string) (*PendingBlob, error) {
 	if st.Mode().IsRegular() {
 		want = st.Size()
 	}
-	b, err := c.stage(f, want, Digest{})
+	b, err := c.stage(f, want, Digest{}, beforeTemp)
 	if err != nil {
 		return nil, fmt.Errorf("cache put %s: %w", path, NoSpace(err, c.root))
 	}
@@ -123,7 +125,7 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 // r must have; expect, if not zero, the digest it must have (content from a
 // remote): anything else is discarded before it is published.
 func (c *Dir) put(r io.Reader, want int64, expect Digest) (Digest, int64, error) {
-	b, err := c.stage(r, want, expect)
+	b, err := c.stage(r, want, expect, nil)
 	if err != nil {
 		return Digest{}, 0, err
 	}
@@ -137,7 +139,7 @@ func (c *Dir) put(r io.Reader, want int64, expect Digest) (Digest, int64, error)
 // before any file is made, and kept in memory: a blob already present (an
 // empty log, a repeated output) costs one lstat, no temp file. Larger
 // content is streamed into a temp file while hashing.
-func (c *Dir) stage(r io.Reader, want int64, expect Digest) (*PendingBlob, error) {
+func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (*PendingBlob, error) {
 	bp := sampleBufs.Get().(*[]byte)
 	defer sampleBufs.Put(bp)
 	m, err := io.ReadFull(r, *bp)
@@ -166,6 +168,9 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest) (*PendingBlob, error
 			b.data = append([]byte(nil), sample...)
 		}
 		return b, nil
+	}
+	if beforeTemp != nil {
+		beforeTemp()
 	}
 	t, err := c.newTemp("blob")
 	if err != nil {

@@ -76,10 +76,6 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		switch res.status {
 		case StatusSucceeded:
 			r.freeSlot(addr)
-			if r.storeSem != nil {
-				r.storeSem <- struct{}{}
-				defer func() { <-r.storeSem }()
-			}
 			return r.succeed(ph, began)
 		case StatusStopped:
 			end := e.now()
@@ -351,7 +347,22 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		}
 		return r.fail(p.Addr, began, perr)
 	}
-	tree, pend, err := e.collectOutputs(p)
+	// At most -j phases write to the cache at once (storeSem): the
+	// slot is taken before the first temp file, which small outputs,
+	// hashed in memory, do not need before the dependents are released.
+	held := false
+	acquire := func() {
+		if !held && r.storeSem != nil {
+			r.storeSem <- struct{}{}
+			held = true
+		}
+	}
+	defer func() {
+		if held {
+			<-r.storeSem
+		}
+	}()
+	tree, pend, err := e.collectOutputs(p, acquire)
 	if err != nil {
 		return failed(err)
 	}
@@ -362,6 +373,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		// the phase fails and the run halts as before; the dependents
 		// already running used outputs that are in place and correct.
 		r.release(p.Addr, tree)
+		acquire()
 		if err := commitAll(pend); err != nil {
 			return failed(err)
 		}

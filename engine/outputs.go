@@ -52,13 +52,15 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 // just succeeded and, for a phase whose result is cached, their content
 // staged for the cache (committed by the caller, which may first let the
 // phase's dependents start). Symlinks must point inside the workspace.
-func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, []*cache.PendingBlob, error) {
+// beforeTemp is called before a staged output needs a temp file in the
+// cache.
+func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) ([]cache.OutputFile, []*cache.PendingBlob, error) {
 	var pend []*cache.PendingBlob
-	var store *[]*cache.PendingBlob
+	var st *staging
 	if p.Cache {
-		store = &pend
+		st = &staging{pend: &pend, beforeTemp: beforeTemp}
 	}
-	tree, missing, err := e.walkOutputs(p, store)
+	tree, missing, err := e.walkOutputs(p, st)
 	if err == nil && len(missing) > 0 {
 		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
 	}
@@ -93,10 +95,15 @@ func (e *Engine) workspaceOutputs(p *spec.Phase) ([]cache.OutputFile, []string, 
 	return e.walkOutputs(p, nil)
 }
 
+// staging collects the outputs staged for the cache.
+type staging struct {
+	pend       *[]*cache.PendingBlob
+	beforeTemp func()
+}
+
 // walkOutputs builds the tree of p's declared outputs, staging every file
-// for the cache in *store when store is not nil and only hashing it
-// otherwise.
-func (e *Engine) walkOutputs(p *spec.Phase, store *[]*cache.PendingBlob) ([]cache.OutputFile, []string, error) {
+// for the cache when store is not nil and only hashing it otherwise.
+func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
 	for _, o := range p.Outputs {
@@ -141,8 +148,8 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *[]*cache.PendingBlob) ([]cach
 }
 
 // storeEntry describes one file, directory or symlink of an output tree,
-// staging a file's content in *store when store is not nil.
-func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store *[]*cache.PendingBlob) (cache.OutputFile, error) {
+// staging a file's content when store is not nil.
+func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store *staging) (cache.OutputFile, error) {
 	mode := uint32(fi.Mode().Perm())
 	switch {
 	case fi.IsDir():
@@ -165,8 +172,8 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		var err error
 		if store != nil {
 			var b *cache.PendingBlob
-			if b, err = e.cache.StageFile(abs); err == nil {
-				*store = append(*store, b)
+			if b, err = e.cache.StageFile(abs, store.beforeTemp); err == nil {
+				*store.pend = append(*store.pend, b)
 				d, size = b.Digest, b.Size
 			}
 		} else {
