@@ -83,28 +83,49 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	if waitDelay == 0 {
 		waitDelay = time.Second
 	}
-	cmd := command(job.Argv)
-	cmd.Dir = job.Dir
-	cmd.Env = job.Env
-	// One /dev/null for every phase's stdin, instead of os/exec opening
-	// it for each.
-	if f := devNull(); f != nil {
-		cmd.Stdin = f
-	}
 	// Every stream is an *os.File, so Wait returns as soon as the child
 	// exits, and cairn, not os/exec, decides how long to wait for output.
 	var out outputPipes
-	var err error
-	if cmd.Stdout, err = out.file(job.Stdout); err == nil {
-		cmd.Stderr, err = out.file(job.Stderr)
+	stdout, err := out.file(job.Stdout)
+	var stderr *os.File
+	if err == nil {
+		stderr, err = out.file(job.Stderr)
 	}
 	if err != nil {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
 	}
-	cmd.SysProcAttr = procAttr()
+	newCmd := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Dir = job.Dir
+		cmd.Env = job.Env
+		// One /dev/null for every phase's stdin, instead of os/exec
+		// opening it for each.
+		if f := devNull(); f != nil {
+			cmd.Stdin = f
+		}
+		if stdout != nil {
+			cmd.Stdout = stdout
+		}
+		if stderr != nil {
+			cmd.Stderr = stderr
+		}
+		cmd.SysProcAttr = procAttr()
+		return cmd
+	}
 	started := time.Now()
-	err = startOnLockedThread(cmd)
+	var cmd *exec.Cmd
+	if path, args, ok := directArgv(job.Argv, job.Env, job.Dir); ok {
+		cmd = newCmd(&exec.Cmd{Path: path, Args: args})
+		if err = startOnLockedThread(cmd); err != nil {
+			// Not an executable the kernel runs (a script without #!,
+			// which sh runs itself): let sh have it, as it would have.
+			cmd = nil
+		}
+	}
+	if cmd == nil {
+		cmd = newCmd(command(job.Argv))
+		err = startOnLockedThread(cmd)
+	}
 	out.started()
 	if err != nil {
 		out.abandon()

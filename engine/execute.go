@@ -46,7 +46,7 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 
 // attemptResult is how one execution of a phase's command ended.
 type attemptResult struct {
-	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped
+	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked
 	perr   *PhaseError
 }
 
@@ -230,6 +230,12 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
 		})
 
+	// The command starts once the upstream phases whose outputs it
+	// reads are over: what came before overlapped their fsyncs.
+	if u := r.awaitUpstreams(addr); u != "" {
+		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
+			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}}
+	}
 	start := e.now()
 	startT := start.UTC()
 	r.state.phase(addr, func(ps *PhaseState) {

@@ -439,10 +439,11 @@ type runner struct {
 	state   *stateFile
 	backoff time.Duration
 
-	mu     sync.Mutex
-	trees  map[string][]cache.OutputFile // finished phases' outputs
-	ledger Spend
-	reason string
+	mu      sync.Mutex
+	trees   map[string][]cache.OutputFile // finished (or released) phases' outputs
+	storing map[string]chan struct{}      // released phases: closed once over
+	ledger  Spend
+	reason  string
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -518,7 +519,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			pools.take(p.Resources)
 			running++
 			inflight++
-			go func() { r.results <- phaseResult{addr: addr, ok: r.process(ctx, addr)} }()
+			go func() {
+				ok := r.process(ctx, addr)
+				r.over(addr)
+				r.results <- phaseResult{addr: addr, ok: ok}
+			}()
 		}
 		if inflight == 0 {
 			return
@@ -638,11 +643,53 @@ func (r *runner) freeSlot(addr string) {
 // in the cache, whose fsyncs would otherwise lie on the run's critical
 // path. The phase is still reported done only once its result is durable
 // (RELIABILITY.md I4).
+//
+// A dependent's command still starts only once the phase is over (see
+// awaitUpstreams): its decision and the preparations before its command
+// overlap the phase's fsyncs, and a cairn killed meanwhile has recorded
+// every phase whose dependents' commands ran.
 func (r *runner) release(addr string, tree []cache.OutputFile) {
 	r.mu.Lock()
 	r.trees[addr] = tree
+	if r.storing == nil {
+		r.storing = map[string]chan struct{}{}
+	}
+	r.storing[addr] = make(chan struct{})
 	r.mu.Unlock()
 	r.results <- phaseResult{addr: addr, released: true}
+}
+
+// over marks a phase's goroutine as done with it: a released phase's
+// result is durable, or the phase failed.
+func (r *runner) over(addr string) {
+	r.mu.Lock()
+	ch := r.storing[addr]
+	r.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// awaitUpstreams waits until the released upstream phases of addr are
+// over, and returns the first of them that failed (storing its outputs
+// in the cache), or "".
+func (r *runner) awaitUpstreams(addr string) string {
+	for _, u := range r.e.spec.Graph.Upstream(addr) {
+		r.mu.Lock()
+		ch := r.storing[u]
+		r.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		<-ch
+		r.mu.Lock()
+		_, failed := r.res.Failures[u]
+		r.mu.Unlock()
+		if failed {
+			return u
+		}
+	}
+	return ""
 }
 
 // finish records a phase that ended well.
