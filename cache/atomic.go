@@ -122,7 +122,7 @@ func unusable(err error) bool {
 // or blocking on a FIFO planted in its place (by a careless or hostile
 // writer of a shared cache), and checks it is a regular file.
 func openObject(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+	f, err := openNoFollowFile(path)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
 	}

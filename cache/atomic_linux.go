@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -23,4 +24,28 @@ func renameNoReplace(src, dst string) (existed bool, err error) {
 		return false, &os.LinkError{Op: "renameat2", Old: src, New: dst, Err: err}
 	}
 	return false, nil
+}
+
+// openNoFollowFile opens path read-only with openNoFollow, then puts the
+// descriptor back in blocking mode: os.NewFile then leaves Go's poller
+// alone (os.OpenFile would spend five system calls failing to register a
+// regular file with it). openObject reads only regular files, which never
+// block.
+func openNoFollowFile(path string) (*os.File, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Open(path, unix.O_RDONLY|openNoFollow|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_RDONLY); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "fcntl", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
 }

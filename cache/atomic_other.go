@@ -15,3 +15,8 @@ const openNoFollow = 0
 func renameNoReplace(src, dst string) (existed bool, err error) {
 	return false, &os.LinkError{Op: "rename", Old: src, New: dst, Err: errors.ErrUnsupported}
 }
+
+// openNoFollowFile opens path read-only.
+func openNoFollowFile(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+}

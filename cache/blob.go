@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // emptyDigest is the digest of no bytes, the only blob that may be stored as
@@ -23,24 +25,74 @@ var sampleBufs = sync.Pool{New: func() any { b := make([]byte, sampleSize); retu
 // fails rather than store a torn copy. When PutFile returns nil, the blob is
 // durable (see FORMAT.md).
 func (c *Dir) PutFile(path string) (Digest, int64, error) {
-	f, err := os.Open(path)
+	b, err := c.StageFile(path, nil)
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+		return Digest{}, 0, err
+	}
+	if err := b.Commit(); err != nil {
+		return Digest{}, 0, err
+	}
+	return b.Digest, b.Size, nil
+}
+
+// StageFile reads and hashes the file at path as PutFile does, and keeps
+// its content (in memory when small, else in a temp file of the cache)
+// for [PendingBlob.Commit] to make durable. A caller that needs only the
+// digest to go on (a phase's dependents) need not wait for the fsyncs.
+// Every PendingBlob must be committed or discarded. beforeTemp, if not
+// nil, is called before a temp file is made (content too large to keep in
+// memory), so a caller can bound the temp files in flight.
+func (c *Dir) StageFile(path string, beforeTemp func()) (*PendingBlob, error) {
+	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("cache put %s: %w", path, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, err)
+		return nil, fmt.Errorf("cache put %s: %w", path, err)
 	}
 	want := int64(-1)
 	if st.Mode().IsRegular() {
 		want = st.Size()
 	}
-	d, n, err := c.put(f, want, Digest{})
+	b, err := c.stage(f, want, Digest{}, beforeTemp)
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put %s: %w", path, NoSpace(err, c.root))
+		return nil, fmt.Errorf("cache put %s: %w", path, NoSpace(err, c.root))
 	}
-	return d, n, nil
+	b.what = path
+	return b, nil
+}
+
+// PendingBlob is content read and hashed, not yet durable in the cache.
+type PendingBlob struct {
+	Digest Digest
+	Size   int64
+
+	c          *Dir
+	what       string    // the file it was read from, for messages
+	present    bool      // the cache already holds the blob
+	data       []byte    // small content, to be written (compressed if so)
+	t          *tempFile // large content, written, not yet committed
+	compressed bool
+}
+
+// Commit makes the blob durable in the cache, unless it was there
+// already: when it returns nil, the blob may be referenced.
+func (b *PendingBlob) Commit() error {
+	if err := b.c.commit(b); err != nil {
+		if b.what != "" {
+			return fmt.Errorf("cache put %s: %w", b.what, NoSpace(err, b.c.root))
+		}
+		return NoSpace(err, b.c.root)
+	}
+	return nil
+}
+
+// Discard drops the staged content.
+func (b *PendingBlob) Discard() {
+	b.t.abort()
+	b.t, b.data = nil, nil
 }
 
 // PutReader stores everything read from r until EOF and returns its digest
@@ -73,82 +125,129 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 // r must have; expect, if not zero, the digest it must have (content from a
 // remote): anything else is discarded before it is published.
 func (c *Dir) put(r io.Reader, want int64, expect Digest) (Digest, int64, error) {
+	b, err := c.stage(r, want, expect, nil)
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	if err := c.commit(b); err != nil {
+		return Digest{}, 0, err
+	}
+	return b.Digest, b.Size, nil
+}
+
+// stage reads r to its end and hashes it for put. Small content is hashed
+// before any file is made, and kept in memory: a blob already present (an
+// empty log, a repeated output) costs one lstat, no temp file. Larger
+// content is streamed into a temp file while hashing.
+func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (*PendingBlob, error) {
 	bp := sampleBufs.Get().(*[]byte)
 	defer sampleBufs.Put(bp)
 	m, err := io.ReadFull(r, *bp)
 	sample := (*bp)[:m]
 	whole := err == io.EOF || err == io.ErrUnexpectedEOF
 	if err != nil && !whole {
-		return Digest{}, 0, err
+		return nil, err
 	}
-	if whole && (want < 0 || int64(m) == want) {
-		// Small content is hashed before any file is made: a blob
-		// already present (an empty log, a repeated output) costs one
-		// lstat, no temp file.
-		d := Digest(sha256.Sum256(sample))
-		if expect.IsZero() || d == expect {
-			if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), int64(m)) {
-				touchObject(p)
-				return d, int64(m), nil
-			}
+	if whole {
+		d, n := Digest(sha256.Sum256(sample)), int64(m)
+		if want >= 0 && n != want {
+			return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 		}
+		if !expect.IsZero() && d != expect {
+			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+		}
+		b := &PendingBlob{Digest: d, Size: n, c: c}
+		if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
+			touchObject(p)
+			b.present = true
+			return b, nil
+		}
+		if z, compressed := compressSample(sample); compressed {
+			b.data, b.compressed = z, true
+		} else {
+			b.data = append([]byte(nil), sample...)
+		}
+		return b, nil
+	}
+	if beforeTemp != nil {
+		beforeTemp()
 	}
 	t, err := c.newTemp("blob")
 	if err != nil {
-		return Digest{}, 0, err
+		return nil, err
 	}
-	defer t.abort()
-	z, compressed := compressSample(sample)
-
+	ok := false
+	defer func() {
+		if !ok {
+			t.abort()
+		}
+	}()
+	_, compressed := compressSample(sample)
 	var d Digest
 	var n int64
-	switch {
-	case whole:
-		d, n = sha256.Sum256(sample), int64(m)
-		out := sample
-		if compressed {
-			out = z
-		}
-		if _, err := t.Write(out); err != nil {
-			return Digest{}, 0, err
-		}
-	case compressed:
+	if compressed {
 		enc, err := newStreamEncoder(t)
 		if err != nil {
-			return Digest{}, 0, err
+			return nil, err
 		}
 		d, n, err = copyHashed(enc, io.MultiReader(bytes.NewReader(sample), r))
 		if cerr := enc.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			return Digest{}, 0, err
+			return nil, err
 		}
-	default:
+	} else {
 		d, n, err = copyHashed(t, io.MultiReader(bytes.NewReader(sample), r))
 		if err != nil {
-			return Digest{}, 0, err
+			return nil, err
 		}
 	}
 	if want >= 0 && n != want {
-		return Digest{}, 0, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
+		return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 	}
 	if !expect.IsZero() && d != expect {
-		return Digest{}, 0, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+		return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
 	}
+	ok = true
+	return &PendingBlob{Digest: d, Size: n, c: c, t: t, compressed: compressed}, nil
+}
+
+// commit writes staged content out if it is not yet in a temp file and
+// publishes it (see publishBlob). The temp file is removed in any case.
+func (c *Dir) commit(b *PendingBlob) error {
+	if b.present {
+		return nil
+	}
+	t := b.t
+	if t == nil {
+		var err error
+		if t, err = c.newTemp("blob"); err != nil {
+			return err
+		}
+		if _, err := t.Write(b.data); err != nil {
+			t.abort()
+			return err
+		}
+	}
+	b.t, b.data = nil, nil
+	defer t.abort()
+	d, n := b.Digest, b.Size
 	// A blob already present needs no fsync of a copy that will be thrown
 	// away: content-addressed objects are write-once.
 	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
 		touchObject(p)
-		return d, n, nil
+		b.present = true
+		return nil
 	}
 	if err := t.commit(); err != nil {
-		return Digest{}, 0, err
+		return err
 	}
-	if err := c.publishBlob(t, d, n, compressed); err != nil {
-		return Digest{}, 0, err
+	if err := c.publishBlob(t, d, n, b.compressed); err != nil {
+		return err
 	}
-	return d, n, nil
+	b.present = true
+	return nil
 }
 
 // publishBlob links the committed temp file into cas/ as blob d and syncs

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // Digest is the SHA-256 of a blob's uncompressed content. It names the blob
@@ -107,7 +109,7 @@ func HashBytes(b []byte) Digest { return sha256.Sum256(b) }
 // HashFile returns the Digest and size of the file at path, reading it once
 // with a large buffer.
 func HashFile(path string) (Digest, int64, error) {
-	f, err := os.Open(path)
+	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}

@@ -83,23 +83,49 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	if waitDelay == 0 {
 		waitDelay = time.Second
 	}
-	cmd := exec.Command(job.Argv[0], job.Argv[1:]...)
-	cmd.Dir = job.Dir
-	cmd.Env = job.Env
 	// Every stream is an *os.File, so Wait returns as soon as the child
 	// exits, and cairn, not os/exec, decides how long to wait for output.
 	var out outputPipes
-	var err error
-	if cmd.Stdout, err = out.file(job.Stdout); err == nil {
-		cmd.Stderr, err = out.file(job.Stderr)
+	stdout, err := out.file(job.Stdout)
+	var stderr *os.File
+	if err == nil {
+		stderr, err = out.file(job.Stderr)
 	}
 	if err != nil {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
 	}
-	cmd.SysProcAttr = procAttr()
+	newCmd := func(cmd *exec.Cmd) *exec.Cmd {
+		cmd.Dir = job.Dir
+		cmd.Env = job.Env
+		// One /dev/null for every phase's stdin, instead of os/exec
+		// opening it for each.
+		if f := devNull(); f != nil {
+			cmd.Stdin = f
+		}
+		if stdout != nil {
+			cmd.Stdout = stdout
+		}
+		if stderr != nil {
+			cmd.Stderr = stderr
+		}
+		cmd.SysProcAttr = procAttr()
+		return cmd
+	}
 	started := time.Now()
-	err = startOnLockedThread(cmd)
+	var cmd *exec.Cmd
+	if path, args, ok := directArgv(job.Argv, job.Env, job.Dir); ok {
+		cmd = newCmd(&exec.Cmd{Path: path, Args: args})
+		if err = startOnLockedThread(cmd); err != nil {
+			// Not an executable the kernel runs (a script without #!,
+			// which sh runs itself): let sh have it, as it would have.
+			cmd = nil
+		}
+	}
+	if cmd == nil {
+		cmd = newCmd(command(job.Argv))
+		err = startOnLockedThread(cmd)
+	}
 	out.started()
 	if err != nil {
 		out.abandon()
@@ -244,31 +270,79 @@ func (o *outputPipes) abandon() {
 	}
 }
 
-// startOnLockedThread starts cmd from one OS thread that never exits.
+// startOnLockedThread starts cmd from an OS thread that never exits.
 // Pdeathsig is delivered when the thread that forked the child ends, not
 // the process (go.dev/issue/27505): forked from an arbitrary thread, a
 // phase would be killed if the Go runtime ever retired that thread.
+// A fork blocks its thread until the child has called exec (os/exec uses
+// vfork), which takes a millisecond or more on a busy machine, so a few
+// such threads start jobs, one more whenever all are busy, up to
+// maxStarters: jobs ending together do not queue for one thread.
 func startOnLockedThread(cmd *exec.Cmd) error {
-	starter.once.Do(func() {
+	starter.mu.Lock()
+	if starter.reqs == nil {
 		starter.reqs = make(chan startReq)
-		go func() {
+	}
+	if starter.idle == 0 && starter.n < maxStarters {
+		starter.n++
+		starter.idle++
+		go func(reqs <-chan startReq) {
 			runtime.LockOSThread() // never unlocked: the thread lives as long as cairn
-			for r := range starter.reqs {
+			for r := range reqs {
 				r.err <- r.cmd.Start()
 			}
-		}()
-	})
+		}(starter.reqs)
+	}
+	starter.idle--
+	reqs := starter.reqs
+	starter.mu.Unlock()
 	req := startReq{cmd: cmd, err: make(chan error, 1)}
-	starter.reqs <- req
-	return <-req.err
+	reqs <- req
+	err := <-req.err
+	starter.mu.Lock()
+	starter.idle++
+	starter.mu.Unlock()
+	return err
 }
 
+// maxStarters bounds the threads that start jobs.
+const maxStarters = 4
+
 var starter struct {
-	once sync.Once
+	mu   sync.Mutex
 	reqs chan startReq
+	n    int // threads started
+	idle int // of which not starting a job (may go below 0: callers wait)
 }
 
 type startReq struct {
 	cmd *exec.Cmd
 	err chan error
 }
+
+// devNull returns /dev/null open for reading, opened once and kept open,
+// or nil if it cannot be opened (os/exec then tries itself and reports
+// the failure).
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
+
+// command is exec.Command, except that "sh", which every phase written as
+// a string runs through, is looked up in cairn's PATH once rather than
+// once per phase (a stat in each PATH directory before the one holding
+// it). Other names are looked up every time: a phase may install a tool
+// that a later one runs.
+func command(argv []string) *exec.Cmd {
+	if argv[0] == "sh" {
+		if p, err := shPath(); err == nil {
+			return &exec.Cmd{Path: p, Args: argv}
+		}
+	}
+	return exec.Command(argv[0], argv[1:]...)
+}
+
+var shPath = sync.OnceValues(func() (string, error) { return exec.LookPath("sh") })

@@ -46,7 +46,7 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 
 // attemptResult is how one execution of a phase's command ended.
 type attemptResult struct {
-	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped
+	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked
 	perr   *PhaseError
 }
 
@@ -56,8 +56,8 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	e := r.e
 	addr := p.Addr
 	began := e.now()
-	ckpt := filepath.Join(e.ws.StateDir(), "checkpoints", d.key.String())
-	if err := os.MkdirAll(ckpt, 0o755); err != nil {
+	ckpt := filepath.Join(r.ckpts.dir, d.key.String())
+	if err := r.ckpts.make(ckpt); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})
 	}
 	ph := &phaseRun{
@@ -76,10 +76,6 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		switch res.status {
 		case StatusSucceeded:
 			r.freeSlot(addr)
-			if r.storeSem != nil {
-				r.storeSem <- struct{}{}
-				defer func() { <-r.storeSem }()
-			}
 			return r.succeed(ph, began)
 		case StatusStopped:
 			end := e.now()
@@ -113,6 +109,8 @@ type phaseRun struct {
 	stderr     string
 	duration   time.Duration
 	metrics    json.RawMessage // read when the command succeeded
+	// The last attempt wrote nothing to stdout, stderr.
+	stdoutEmpty, stderrEmpty bool
 }
 
 // waitRetry waits out the backoff before another attempt. It returns
@@ -166,12 +164,13 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	stdoutPath, stderrPath := ph.logBase+".stdout", ph.logBase+".stderr"
 	ph.stdout, ph.stderr = stdoutPath, stderrPath
 	relErr := e.ws.Rel(stderrPath)
-	stdoutF, err := os.OpenFile(stdoutPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	empty := r.emptyLog.get(filepath.Dir(stdoutPath))
+	stdoutF, err := openPhaseLog(stdoutPath, empty)
 	if err != nil {
 		return failed(err)
 	}
 	defer stdoutF.Close()
-	stderrF, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	stderrF, err := openPhaseLog(stderrPath, empty)
 	if err != nil {
 		return failed(err)
 	}
@@ -231,6 +230,12 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
 		})
 
+	// The command starts once the upstream phases whose outputs it
+	// reads are over: what came before overlapped their fsyncs.
+	if u := r.awaitUpstreams(addr); u != "" {
+		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
+			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}}
+	}
 	start := e.now()
 	startT := start.UTC()
 	r.state.phase(addr, func(ps *PhaseState) {
@@ -260,6 +265,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	for _, t := range tees {
 		_ = t.Close()
 	}
+	ph.stdoutEmpty, ph.stderrEmpty = stdoutF.empty(), stderrF.empty()
 	_, saw := watcher.finish()
 	ph.sawCost = ph.sawCost || saw
 	ph.reportOff, ph.reportLine = watcher.position()
@@ -339,14 +345,44 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	e := r.e
 	p := ph.p
 	relErr := e.ws.Rel(ph.stderr)
-	tree, err := e.collectOutputs(p)
-	if err != nil {
+	failed := func(err error) bool {
 		perr := &PhaseError{Phase: p.Addr, Err: err, Log: relErr}
 		var ns *cache.NoSpaceError
 		if errors.As(err, &ns) {
 			perr.Note = "the cache is full: make room (cairn cache gc --max-size SIZE) or use a cache on a bigger disk (--cache-dir, CAIRN_CACHE_DIR), then run cairn resume"
 		}
 		return r.fail(p.Addr, began, perr)
+	}
+	// At most -j phases write to the cache at once (storeSem): the
+	// slot is taken before the first temp file, which small outputs,
+	// hashed in memory, do not need before the dependents are released.
+	held := false
+	acquire := func() {
+		if !held && r.storeSem != nil {
+			r.storeSem <- struct{}{}
+			held = true
+		}
+	}
+	defer func() {
+		if held {
+			<-r.storeSem
+		}
+	}()
+	tree, pend, err := e.collectOutputs(p, acquire)
+	if err != nil {
+		return failed(err)
+	}
+	if p.Cache {
+		// The outputs are in place and hashed: the dependents need no
+		// more to start, and need not wait for the blobs' and the
+		// entry's fsyncs. Should storing the blobs fail (a full cache),
+		// the phase fails and the run halts as before; the dependents
+		// already running used outputs that are in place and correct.
+		r.release(p.Addr, tree)
+		acquire()
+		if err := commitAll(pend); err != nil {
+			return failed(err)
+		}
 	}
 	ph.metrics = e.readMetrics(p)
 	if p.Budget.MaxCost != nil && !ph.sawCost {
@@ -360,7 +396,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		}
 	}
 	// The phase is done: its checkpoints are no longer needed.
-	_ = os.RemoveAll(ph.ckpt)
+	r.ckpts.release(ph.ckpt)
 	if ph.metrics != nil {
 		r.state.phase(p.Addr, func(ps *PhaseState) { ps.Metrics = ph.metrics })
 	}
@@ -369,15 +405,15 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 }
 
 // store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (collectOutputs stored them), so the
+// outputs' blobs are already there (succeed committed them), so the
 // entry never references a missing blob.
 func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	c := r.e.cache
-	outD, _, err := c.PutFile(ph.stdout)
+	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty)
 	if err != nil {
 		return err
 	}
-	errD, _, err := c.PutFile(ph.stderr)
+	errD, err := r.putLog(ph.stderr, ph.stderrEmpty)
 	if err != nil {
 		return err
 	}
@@ -415,8 +451,8 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 				return fmt.Errorf("output %s changed after the phase ended", f.Path)
 			}
 		}
-		if _, _, err = c.PutFile(ph.stdout); err == nil {
-			if _, _, err = c.PutFile(ph.stderr); err == nil {
+		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty); err == nil {
+			if _, err = r.putLog(ph.stderr, ph.stderrEmpty); err == nil {
 				err = c.PutEntry(entry)
 			}
 		}
@@ -425,6 +461,16 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 		r.e.session.Put(entry.Key)
 	}
 	return err
+}
+
+// putLog stores a log of the phase's last attempt in the cache; one the
+// command wrote nothing to is the empty blob, not read again.
+func (r *runner) putLog(path string, empty bool) (cache.Digest, error) {
+	if empty {
+		return r.e.cache.PutBytes(nil)
+	}
+	d, _, err := r.e.cache.PutFile(path)
+	return d, err
 }
 
 // hostUser returns this machine's name and the user's, for cache

@@ -48,29 +48,62 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 	return nil
 }
 
-// collectOutputs stores the declared outputs of a phase that just
-// succeeded in the cache and returns their tree. Symlinks must point inside
-// the workspace.
-func (e *Engine) collectOutputs(p *spec.Phase) ([]cache.OutputFile, error) {
-	tree, missing, err := e.walkOutputs(p, p.Cache)
+// collectOutputs returns the tree of the declared outputs of a phase that
+// just succeeded and, for a phase whose result is cached, their content
+// staged for the cache (committed by the caller, which may first let the
+// phase's dependents start). Symlinks must point inside the workspace.
+// beforeTemp is called before a staged output needs a temp file in the
+// cache.
+func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) ([]cache.OutputFile, []*cache.PendingBlob, error) {
+	var pend []*cache.PendingBlob
+	var st *staging
+	if p.Cache {
+		st = &staging{pend: &pend, beforeTemp: beforeTemp}
+	}
+	tree, missing, err := e.walkOutputs(p, st)
+	if err == nil && len(missing) > 0 {
+		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	}
 	if err != nil {
-		return nil, err
+		discardAll(pend)
+		return nil, nil, err
 	}
-	if len(missing) > 0 {
-		return nil, &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	return tree, pend, nil
+}
+
+// commitAll makes staged blobs durable, and drops the rest after a
+// failure.
+func commitAll(pend []*cache.PendingBlob) error {
+	for i, b := range pend {
+		if err := b.Commit(); err != nil {
+			discardAll(pend[i+1:])
+			return err
+		}
 	}
-	return tree, nil
+	return nil
+}
+
+func discardAll(pend []*cache.PendingBlob) {
+	for _, b := range pend {
+		b.Discard()
+	}
 }
 
 // workspaceOutputs returns the tree of p's outputs as the workspace holds
 // them, storing nothing, and the declared outputs that are absent.
 func (e *Engine) workspaceOutputs(p *spec.Phase) ([]cache.OutputFile, []string, error) {
-	return e.walkOutputs(p, false)
+	return e.walkOutputs(p, nil)
 }
 
-// walkOutputs builds the tree of p's declared outputs, storing every file
-// in the cache when store is set and only hashing it otherwise.
-func (e *Engine) walkOutputs(p *spec.Phase, store bool) ([]cache.OutputFile, []string, error) {
+// staging collects the outputs staged for the cache.
+type staging struct {
+	pend       *[]*cache.PendingBlob
+	beforeTemp func()
+}
+
+// walkOutputs builds the tree of p's declared outputs, staging every file
+// for the cache when store is not nil and only hashing it otherwise.
+func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
 	for _, o := range p.Outputs {
@@ -114,8 +147,9 @@ func (e *Engine) walkOutputs(p *spec.Phase, store bool) ([]cache.OutputFile, []s
 	return tree, missing, nil
 }
 
-// storeEntry stores one file, directory or symlink of an output tree.
-func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store bool) (cache.OutputFile, error) {
+// storeEntry describes one file, directory or symlink of an output tree,
+// staging a file's content when store is not nil.
+func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store *staging) (cache.OutputFile, error) {
 	mode := uint32(fi.Mode().Perm())
 	switch {
 	case fi.IsDir():
@@ -136,8 +170,12 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		var d cache.Digest
 		var size int64
 		var err error
-		if store {
-			d, size, err = e.cache.PutFile(abs)
+		if store != nil {
+			var b *cache.PendingBlob
+			if b, err = e.cache.StageFile(abs, store.beforeTemp); err == nil {
+				*store.pend = append(*store.pend, b)
+				d, size = b.Digest, b.Size
+			}
 		} else {
 			var dfi fs.FileInfo
 			d, dfi, err = e.mem.Digest(rel, abs)

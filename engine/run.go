@@ -164,6 +164,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 
 		prevJobs:  prevJobs,
 		cancelRun: cancelRun,
+		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
 	}
 	if opts.RetryBackoff > 0 {
 		r.backoff = opts.RetryBackoff
@@ -253,6 +254,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if f, ok := e.exec.(interface{ Flush() }); ok {
 		f.Flush()
 	}
+	r.ckpts.cleanup()
 
 	end := e.now()
 	reason := r.stopReason()
@@ -438,10 +440,11 @@ type runner struct {
 	state   *stateFile
 	backoff time.Duration
 
-	mu     sync.Mutex
-	trees  map[string][]cache.OutputFile // finished phases' outputs
-	ledger Spend
-	reason string
+	mu      sync.Mutex
+	trees   map[string][]cache.OutputFile // finished (or released) phases' outputs
+	storing map[string]chan struct{}      // released phases: closed once over
+	ledger  Spend
+	reason  string
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -450,6 +453,11 @@ type runner struct {
 	// number of jobs: a phase gives its job slot back when its command
 	// ends, so without it a slow cache would let stores pile up.
 	storeSem chan struct{}
+
+	// emptyLog is the run's empty log file, which the logs of phases
+	// start as (see phaseLog); ckpts makes the checkpoint directories.
+	emptyLog emptyLogs
+	ckpts    *checkpointDirs
 
 	whoOnce      sync.Once
 	host, user   string
@@ -466,12 +474,15 @@ type runner struct {
 }
 
 // phaseResult is what a phase's goroutine tells the scheduler: that its
-// command has ended and its job slot is free (slotOnly), or that the
-// phase is over (ok: its outputs are in place and recorded).
+// command has ended and its job slot is free (slotOnly), that its outputs
+// are in place and hashed, so its dependents may start while it stores
+// them (released), or that the phase is over (ok: its outputs are in
+// place and recorded).
 type phaseResult struct {
 	addr     string
 	ok       bool
 	slotOnly bool
+	released bool
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
@@ -481,9 +492,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
 	var queue []string
-	running := 0               // phases holding a job slot
-	inflight := 0              // phase goroutines not yet over
-	freed := map[string]bool{} // phases that gave their slot back early
+	running := 0                  // phases holding a job slot
+	inflight := 0                 // phase goroutines not yet over
+	freed := map[string]bool{}    // phases that gave their slot back early
+	released := map[string]bool{} // phases whose dependents could start before they were over
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	for {
@@ -508,7 +520,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			pools.take(p.Resources)
 			running++
 			inflight++
-			go func() { r.results <- phaseResult{addr: addr, ok: r.process(ctx, addr)} }()
+			go func() {
+				ok := r.process(ctx, addr)
+				r.over(addr)
+				r.results <- phaseResult{addr: addr, ok: ok}
+			}()
 		}
 		if inflight == 0 {
 			return
@@ -518,6 +534,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
+			if pr.released {
+				released[pr.addr] = true
+				plan.Done(pr.addr, true)
+				continue
+			}
 			if !freed[pr.addr] {
 				running--
 				pools.release(r.e.spec.Phase(pr.addr).Resources)
@@ -528,6 +549,15 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
+			if released[pr.addr] {
+				// Its dependents were started: only a failure to
+				// store its outputs (a full cache) remains to act on.
+				delete(released, pr.addr)
+				if !pr.ok && !r.opts.KeepGoing {
+					halted = true
+				}
+				continue
+			}
 			skipped := plan.Done(pr.addr, pr.ok)
 			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
 				// A phase ended by a stop: its dependents were not
@@ -606,6 +636,61 @@ func (r *runner) restore(d *Decision) error {
 // cache's fsyncs. Its dependents still wait for the phase to be over.
 func (r *runner) freeSlot(addr string) {
 	r.results <- phaseResult{addr: addr, slotOnly: true}
+}
+
+// release lets the dependents of a phase whose command succeeded start
+// while it stores its result: they need its outputs, which are in place,
+// and their digests, which tree holds, not the blobs and the action entry
+// in the cache, whose fsyncs would otherwise lie on the run's critical
+// path. The phase is still reported done only once its result is durable
+// (RELIABILITY.md I4).
+//
+// A dependent's command still starts only once the phase is over (see
+// awaitUpstreams): its decision and the preparations before its command
+// overlap the phase's fsyncs, and a cairn killed meanwhile has recorded
+// every phase whose dependents' commands ran.
+func (r *runner) release(addr string, tree []cache.OutputFile) {
+	r.mu.Lock()
+	r.trees[addr] = tree
+	if r.storing == nil {
+		r.storing = map[string]chan struct{}{}
+	}
+	r.storing[addr] = make(chan struct{})
+	r.mu.Unlock()
+	r.results <- phaseResult{addr: addr, released: true}
+}
+
+// over marks a phase's goroutine as done with it: a released phase's
+// result is durable, or the phase failed.
+func (r *runner) over(addr string) {
+	r.mu.Lock()
+	ch := r.storing[addr]
+	r.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// awaitUpstreams waits until the released upstream phases of addr are
+// over, and returns the first of them that failed (storing its outputs
+// in the cache), or "".
+func (r *runner) awaitUpstreams(addr string) string {
+	for _, u := range r.e.spec.Graph.Upstream(addr) {
+		r.mu.Lock()
+		ch := r.storing[u]
+		r.mu.Unlock()
+		if ch == nil {
+			continue
+		}
+		<-ch
+		r.mu.Lock()
+		_, failed := r.res.Failures[u]
+		r.mu.Unlock()
+		if failed {
+			return u
+		}
+	}
+	return ""
 }
 
 // finish records a phase that ended well.

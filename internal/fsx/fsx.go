@@ -41,7 +41,7 @@ type OS struct{}
 var _ FS = OS{}
 
 func (OS) OpenFile(name string, flag int, perm fs.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
+	f, err := OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err // not a typed nil File
 	}
@@ -54,7 +54,7 @@ func (OS) Rename(oldname, newname string) error      { return os.Rename(oldname,
 func (OS) Remove(name string) error                  { return os.Remove(name) }
 
 func (OS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
+	d, err := OpenFile(dir, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
