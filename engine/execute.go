@@ -56,6 +56,9 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	e := r.e
 	addr := p.Addr
 	began := e.now()
+	if err := r.runDirs(); err != nil {
+		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
+	}
 	ckpt := filepath.Join(r.ckpts.dir, d.key.String())
 	if err := r.ckpts.make(ckpt); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -172,11 +173,11 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		r.backoff = time.Second
 	}
 	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
-	for _, d := range []string{"logs", "params", "reports"} {
-		if err := os.MkdirAll(filepath.Join(r.runDir, d), 0o755); err != nil {
-			return nil, fmt.Errorf("create run directory: %w", err)
-		}
+	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
 	}
+	// Its logs/, params/ and reports/ are made when the first phase
+	// executes (runDirs): a run that finds everything cached makes none.
 	if err := writeFileAtomic(e.ws.currentFile(), []byte(runID+"\n"), 0o644, false); err != nil {
 		return nil, err
 	}
@@ -429,6 +430,20 @@ func (e *Engine) linkSelf() string {
 	return dir
 }
 
+// runDirs makes the run directory's logs/, params/ and reports/, once,
+// before the first phase executes.
+func (r *runner) runDirs() error {
+	r.dirsOnce.Do(func() {
+		for _, d := range []string{"logs", "params", "reports"} {
+			if err := os.Mkdir(filepath.Join(r.runDir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				r.dirsErr = fmt.Errorf("create run directory: %w", err)
+				return
+			}
+		}
+	})
+	return r.dirsErr
+}
+
 // runner is the state of one Run.
 type runner struct {
 	e       *Engine
@@ -436,6 +451,9 @@ type runner struct {
 	runID   string
 	runDir  string
 	binDir  string
+
+	dirsOnce sync.Once // runDirs
+	dirsErr  error
 	sel     *selection
 	state   *stateFile
 	backoff time.Duration
