@@ -446,17 +446,17 @@ func (r *runner) runDirs() error {
 
 // runner is the state of one Run.
 type runner struct {
-	e       *Engine
-	opts    RunOptions
-	runID   string
-	runDir  string
-	binDir  string
+	e      *Engine
+	opts   RunOptions
+	runID  string
+	runDir string
+	binDir string
 
 	dirsOnce sync.Once // runDirs
 	dirsErr  error
-	sel     *selection
-	state   *stateFile
-	backoff time.Duration
+	sel      *selection
+	state    *stateFile
+	backoff  time.Duration
 
 	mu      sync.Mutex
 	trees   map[string][]cache.OutputFile // finished (or released) phases' outputs
