@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/internal/binenc"
@@ -68,19 +67,6 @@ type memoEntry struct {
 type entryStamp struct {
 	size, mtime, ctime int64
 	ino                uint64
-}
-
-func stampOf(fi fs.FileInfo) (entryStamp, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok || !fi.Mode().IsRegular() {
-		return entryStamp{}, false
-	}
-	return entryStamp{
-		size:  fi.Size(),
-		mtime: fi.ModTime().UnixNano(),
-		ctime: int64(st.Ctim.Sec)*1e9 + int64(st.Ctim.Nsec),
-		ino:   st.Ino,
-	}, true
 }
 
 // LoadEntryMemo reads the memo at path; a missing or damaged file gives an

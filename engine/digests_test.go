@@ -103,6 +103,7 @@ func TestStatPathMatchesOS(t *testing.T) {
 	must(syscall.Mkfifo(fifo, 0o600))
 	link := filepath.Join(dir, "link")
 	must(os.Symlink("f", link))
+	ws := &Workspace{Root: dir, dir: &rootDir{}}
 	for _, p := range []string{file, special, fifo, link, dir} {
 		fi, err := os.Stat(p)
 		must(err)
@@ -111,6 +112,23 @@ func TestStatPathMatchesOS(t *testing.T) {
 		if want := statOf(fi); got != want {
 			t.Errorf("%s: statPath %+v, os.Stat %+v", filepath.Base(p), got, want)
 		}
+		rel, err := filepath.Rel(dir, p)
+		must(err)
+		viaDir, err := ws.statRel(rel, p)
+		must(err)
+		if viaDir != got {
+			t.Errorf("%s: statRel %+v, statPath %+v", rel, viaDir, got)
+		}
+	}
+	// A path leaving the root is resolved from its absolute form.
+	sub := filepath.Join(dir, "sub")
+	must(os.Mkdir(sub, 0o755))
+	subWS := &Workspace{Root: sub, dir: &rootDir{}}
+	if got, err := subWS.statRel("../f", file); err != nil || got.size != 1 {
+		t.Errorf("statRel(../f): %+v, %v", got, err)
+	}
+	if _, err := ws.statRel("missing", filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("statRel of a missing file: %v, want fs.ErrNotExist", err)
 	}
 	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)

@@ -73,7 +73,7 @@ func LoadMemories(dir string) *Memories {
 func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 	e := &Engine{
 		spec:        s,
-		ws:          Workspace{Root: s.Dir},
+		ws:          Workspace{Root: s.Dir, dir: &rootDir{}},
 		cache:       c,
 		exec:        cfg.Executor,
 		executors:   cfg.Executors,

@@ -26,7 +26,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 	var out []string
 	add := func(rel string) error {
 		abs := ws.Abs(rel)
-		st, err := statPath(abs)
+		st, err := ws.statRel(rel, abs)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // dangling symlink or vanished file

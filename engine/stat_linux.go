@@ -2,6 +2,8 @@ package engine
 
 import (
 	"io/fs"
+	"os"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,9 +13,21 @@ import (
 // os.Stat were a tenth of its time. The mode is converted exactly as
 // package os does, so its entries compare equal to statOf's.
 func statPath(abs string) (fileStat, error) {
+	return statAtFD(unix.AT_FDCWD, abs, abs)
+}
+
+// statAt is statPath of rel resolved from the open directory dir (abs
+// names the file in errors).
+func statAt(dir *os.File, rel, abs string) (fileStat, error) {
+	st, err := statAtFD(int(dir.Fd()), rel, abs)
+	runtime.KeepAlive(dir)
+	return st, err
+}
+
+func statAtFD(dirfd int, name, abs string) (fileStat, error) {
 	var st unix.Stat_t
 	for {
-		err := unix.Stat(abs, &st)
+		err := unix.Fstatat(dirfd, name, &st, 0)
 		if err == nil {
 			break
 		}

@@ -12,3 +12,6 @@ func statPath(abs string) (fileStat, error) {
 	}
 	return statOf(fi), nil
 }
+
+// statAt is statPath; elsewhere the directory is not used.
+func statAt(_ *os.File, _, abs string) (fileStat, error) { return statPath(abs) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +21,41 @@ const StateDirName = ".cairn"
 // cairn's state directory.
 type Workspace struct {
 	Root string // absolute
+
+	// dir, when set (engine.New sets it), holds the workspace directory
+	// open, so inputs are stat'ed relative to it (statRel).
+	dir *rootDir
+}
+
+// rootDir is a workspace directory opened on first use and shared by
+// copies of the Workspace; the os.File closes itself when unreachable.
+type rootDir struct {
+	once sync.Once
+	f    *os.File
+}
+
+func (d *rootDir) open(root string) *os.File {
+	d.once.Do(func() {
+		if f, err := os.Open(root); err == nil {
+			d.f = f
+		}
+	})
+	return d.f
+}
+
+// statRel stats the workspace file rel (abs is its absolute path) as
+// statPath does. A clean relative path below the root is resolved from the
+// open workspace directory, which walks two path components rather than
+// every one of the root's: a no-op run stats every input. Paths with ".."
+// or absolute ones go by abs, so a symlink in the root's path means what
+// it meant before.
+func (w *Workspace) statRel(rel, abs string) (fileStat, error) {
+	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		if f := w.dir.open(w.Root); f != nil {
+			return statAt(f, rel, abs)
+		}
+	}
+	return statPath(abs)
 }
 
 // StateDir returns the absolute path of .cairn/.
