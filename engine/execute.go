@@ -59,6 +59,10 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	if err := r.runDirs(); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
+	// No command starts before the run's first record is on disk.
+	if err := r.state.ready(); err != nil {
+		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("save the run record: %w", err)})
+	}
 	ckpt := filepath.Join(r.ckpts.dir, d.key.String())
 	if err := r.ckpts.make(ckpt); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})

@@ -210,10 +210,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			selected = append(selected, p.Addr)
 		}
 	}
-	r.state, err = newStateFile(e.ws.StatePath(runID), st, 250*time.Millisecond)
-	if err != nil {
-		return nil, err
-	}
+	r.state = newStateFile(e.ws.StatePath(runID), st, 250*time.Millisecond)
 	r.ledger = spentBefore
 	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
 

@@ -124,8 +124,11 @@ type PhaseState struct {
 }
 
 // stateFile owns a run's state and writes it to disk. Updates are cheap;
-// writes are grouped: a background loop writes at most every interval
-// while something changed, and Close writes the final state durably.
+// writes are grouped: a background loop writes the first record at once,
+// then at most every interval while something changed, and Close writes
+// the final state durably. Nothing waits for the first record but the
+// first phase to execute (ready): a run that finds everything cached
+// decides its phases while it is written.
 type stateFile struct {
 	path string
 
@@ -133,26 +136,33 @@ type stateFile struct {
 	st    *RunState
 	dirty bool
 
+	first    chan struct{} // closed once the first record is written
+	firstErr error
+
 	stop chan struct{}
 	done chan struct{}
 }
 
-func newStateFile(path string, st *RunState, interval time.Duration) (*stateFile, error) {
-	sf := &stateFile{path: path, st: st, stop: make(chan struct{}), done: make(chan struct{})}
-	// The first record holds nothing a power cut could cost (no phase has
-	// finished; finished phases are durable in the cache, and Close
-	// writes the last record durably): its content is fsynced like every
-	// state write, but the directory is not, which saves a no-op run one
-	// of its four journal commits.
-	if err := sf.write(false); err != nil {
-		return nil, err
-	}
+func newStateFile(path string, st *RunState, interval time.Duration) *stateFile {
+	sf := &stateFile{path: path, st: st, first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go sf.loop(interval)
-	return sf, nil
+	return sf
+}
+
+// ready waits for the first record and returns the error writing it.
+func (sf *stateFile) ready() error {
+	<-sf.first
+	return sf.firstErr
 }
 
 func (sf *stateFile) loop(interval time.Duration) {
 	defer close(sf.done)
+	// The first record holds nothing a power cut could cost (no phase has
+	// finished; finished phases are durable in the cache, and Close
+	// writes the last record durably): its content is fsynced like every
+	// state write, but the directory is not.
+	sf.firstErr = sf.write(false)
+	close(sf.first)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	beat := time.Now()
