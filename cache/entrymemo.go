@@ -215,11 +215,7 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 		me := entries[k]
 		e := me.e
 		w.Fixed(k[:])
-		w.Int(me.stamp.size)
-		w.Int(me.stamp.mtime)
-		w.Int(me.stamp.ctime)
-		w.Uint(me.stamp.ino)
-		w.Int(me.recorded)
+		writeStamp(w, me.stamp, me.recorded)
 		w.Int(int64(e.Format))
 		w.Str(e.Phase)
 		w.Len(len(e.Components))
@@ -258,13 +254,23 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 	for _, d := range digests {
 		mb := blobs[d]
 		w.Fixed(d[:])
-		w.Int(mb.stamp.size)
-		w.Int(mb.stamp.mtime)
-		w.Int(mb.stamp.ctime)
-		w.Uint(mb.stamp.ino)
-		w.Int(mb.recorded)
+		writeStamp(w, mb.stamp, mb.recorded)
 	}
 	return w.Finish()
+}
+
+func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
+	w.Int(st.size)
+	w.Int(st.mtime)
+	w.Int(st.ctime)
+	w.Uint(st.ino)
+	w.Int(recorded)
+}
+
+func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
+	st.size, st.mtime, st.ctime = r.Int(), r.Int(), r.Int()
+	st.ino = r.Uint()
+	return st, r.Int()
 }
 
 func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
@@ -278,11 +284,7 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		var k ActionID
 		r.Fixed(k[:])
 		var me memoEntry
-		me.stamp.size = r.Int()
-		me.stamp.mtime = r.Int()
-		me.stamp.ctime = r.Int()
-		me.stamp.ino = r.Uint()
-		me.recorded = r.Int()
+		me.stamp, me.recorded = readStamp(r)
 		e := &Entry{Key: k}
 		e.Format = int(r.Int())
 		e.Phase = r.Str()
@@ -339,9 +341,7 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		var d Digest
 		r.Fixed(d[:])
 		var mb memoBlob
-		mb.stamp.size, mb.stamp.mtime, mb.stamp.ctime = r.Int(), r.Int(), r.Int()
-		mb.stamp.ino = r.Uint()
-		mb.recorded = r.Int()
+		mb.stamp, mb.recorded = readStamp(r)
 		blobs[d] = mb
 	}
 	if err := r.Err(); err != nil {
