@@ -3,6 +3,7 @@ package cache
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -70,7 +71,7 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 
 // memoDir opens a cache with an entry memo loaded from path, as a new
 // process of a workspace would.
-func memoDir(t *testing.T, root, path string, o Options) (*Dir, *EntryMemo) {
+func memoDir(t testing.TB, root, path string, o Options) (*Dir, *EntryMemo) {
 	t.Helper()
 	c, err := OpenWith(root, o)
 	if err != nil {
@@ -304,4 +305,63 @@ func TestBlobMemoCopiesVerifiedBlobsUnhashed(t *testing.T) {
 	if m4.BlobHits() != 0 {
 		t.Errorf("shared cache copied a blob unhashed")
 	}
+}
+
+// BenchmarkGetEntry1000 reads 1,000 entries as a no-op run does: in full
+// (checksum, JSON, key), and answered by a loaded memo (one lstat each).
+func BenchmarkGetEntry1000(b *testing.B) {
+	root, path := b.TempDir(), filepath.Join(b.TempDir(), "entries")
+	c, m := memoDir(b, root, path, Options{})
+	if _, err := c.PutBytes(nil); err != nil {
+		b.Fatal(err)
+	}
+	keys := make([]ActionID, 1000)
+	for i := range keys {
+		comps := []Component{{Kind: "command", Value: fmt.Sprintf("step %d", i)}}
+		for j := 0; j < 10; j++ {
+			comps = append(comps, Component{Kind: "input", Name: fmt.Sprintf("in/f%05d", i*10+j), Value: "-:" + HashBytes([]byte{byte(j)}).String()})
+		}
+		e := &Entry{Format: EntryFormat, Key: ComputeKey(comps), Phase: fmt.Sprintf("p%05d", i), Components: comps,
+			Outputs: []OutputFile{{Path: fmt.Sprintf("out/p%05d", i), Type: TypeFile, Mode: 0o644, Digest: HashBytes(nil)}}}
+		if err := c.PutEntry(e); err != nil {
+			b.Fatal(err)
+		}
+		keys[i] = e.Key
+	}
+	m.now = func() time.Time { return time.Now().Add(time.Second) }
+	for _, k := range keys {
+		if _, err := c.GetEntry(k); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := m.Save(); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("full", func(b *testing.B) {
+		full, err := Open(root)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			for _, k := range keys {
+				if _, err := full.GetEntry(k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("memo", func(b *testing.B) {
+		for b.Loop() {
+			memo := LoadEntryMemo(path)
+			c.UseEntryMemo(memo)
+			for _, k := range keys {
+				if _, err := c.GetEntry(k); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if memo.Hits() != int64(len(keys)) {
+				b.Fatalf("memo answered %d of %d", memo.Hits(), len(keys))
+			}
+		}
+	})
 }
