@@ -98,26 +98,62 @@ func storeCaps(k fsKey, c copyCaps) {
 // copying a byte); the caller then copies in user space. As for
 // readVerified, err is an I/O error and bad says the content is not d.
 func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error) {
+	type hashed struct {
+		d   Digest
+		err error
+	}
+	// The hash follows a copy_file_range one chunk behind, reading dst
+	// back from the page cache.
+	marks := make(chan int64, 4)
+	res := make(chan hashed, 1)
+	go func() {
+		d, err := hashFollowing(dst, marks, false)
+		res <- hashed{d, err}
+	}()
+	copied, cloned, cerr := kernelCopy(dst, src, marks)
+	close(marks)
+	h := <-res
+	switch {
+	case cerr != nil:
+		return true, nil, cerr
+	case !copied:
+		return false, nil, nil
+	case cloned:
+		// dst now shares src's extents but not its page cache: hash
+		// src, which is usually cached, after the clone (the blob is
+		// never written in place: for dst to be wrong, src would have
+		// had to turn right since).
+		done := make(chan int64)
+		close(done)
+		got, err := hashFollowing(src, done, true)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, mismatch(got, d), nil
+	case h.err != nil:
+		return true, nil, h.err
+	}
+	return true, mismatch(h.d, d), nil
+}
+
+// kernelCopy copies src into the empty file dst by reflink, else by
+// copy_file_range, sending dst's length after each chunk on marks (if not
+// nil). copied is false, with dst left empty at offset 0, when the kernel
+// did neither (not supported between these filesystems, remembered per
+// pair; or copy_file_range failed before copying a byte): the caller then
+// copies in user space, and meets a disk error again if it was one. err
+// is an I/O error after part of the copy.
+func kernelCopy(dst, src *os.File, marks chan<- int64) (copied, cloned bool, err error) {
 	key, ok := fsPair(dst, src)
 	if !ok {
-		return false, nil, nil
+		return false, false, nil
 	}
 	cp := loadCaps(key)
 	if !cp.noClone {
 		err := cloneFile(dst, src)
 		switch {
 		case err == nil:
-			// dst now shares src's extents but not its page cache: hash
-			// src, which is usually cached, after the clone (the blob is
-			// never written in place: for dst to be wrong, src would have
-			// had to turn right since).
-			marks := make(chan int64)
-			close(marks)
-			got, err := hashFollowing(src, marks, true)
-			if err != nil {
-				return true, nil, err
-			}
-			return true, mismatch(got, d), nil
+			return true, true, nil
 		case unsupportedCopy(err):
 			cp.noClone = true
 			storeCaps(key, cp)
@@ -125,56 +161,35 @@ func copyVerifiedKernel(dst, src *os.File, d Digest) (done bool, bad, err error)
 			// Any other failure: copy instead, from a clean start (the
 			// user-space copy writes at dst's offset).
 			if err := dst.Truncate(0); err != nil {
-				return true, nil, err
+				return true, false, err
 			}
 			if _, err := dst.Seek(0, io.SeekStart); err != nil {
-				return true, nil, err
+				return true, false, err
 			}
 		}
 	}
 	if cp.noRange {
-		return false, nil, nil
+		return false, false, nil
 	}
-	type hashed struct {
-		d   Digest
-		err error
-	}
-	marks := make(chan int64, 4)
-	res := make(chan hashed, 1)
-	go func() {
-		d, err := hashFollowing(dst, marks, false)
-		res <- hashed{d, err}
-	}()
 	var roff, woff int64
-	var cerr error
 	for {
 		n, err := copyRange(dst, src, &roff, &woff, rangeChunk)
-		if err != nil {
-			cerr = err
-			break
+		switch {
+		case err != nil && woff == 0:
+			if unsupportedCopy(err) {
+				cp.noRange = true
+				storeCaps(key, cp)
+			}
+			return false, false, nil
+		case err != nil:
+			return true, false, err
+		case n == 0:
+			return true, false, nil
 		}
-		if n == 0 {
-			break
+		if marks != nil {
+			marks <- woff
 		}
-		marks <- woff
 	}
-	close(marks)
-	h := <-res
-	switch {
-	case cerr != nil && woff == 0:
-		// Nothing copied: user space copies instead, and meets the error
-		// again if it was the disk's.
-		if unsupportedCopy(cerr) {
-			cp.noRange = true
-			storeCaps(key, cp)
-		}
-		return false, nil, nil
-	case cerr != nil:
-		return true, nil, cerr
-	case h.err != nil:
-		return true, nil, h.err
-	}
-	return true, mismatch(h.d, d), nil
 }
 
 // hashFollowing hashes f from offset 0 up to each offset received on
@@ -226,46 +241,7 @@ func mismatch(got, want Digest) error {
 // the empty file dst without hashing it: by reflink, else
 // copy_file_range, else in user space.
 func copyTrusted(dst, src *os.File) error {
-	key, ok := fsPair(dst, src)
-	var cp copyCaps
-	if ok {
-		cp = loadCaps(key)
-	}
-	if ok && !cp.noClone {
-		err := cloneFile(dst, src)
-		if err == nil {
-			return nil
-		}
-		if unsupportedCopy(err) {
-			cp.noClone = true
-			storeCaps(key, cp)
-		}
-		// Any other failure: copy instead, from a clean start.
-		if err := dst.Truncate(0); err != nil {
-			return err
-		}
-	}
-	if ok && !cp.noRange {
-		var roff, woff int64
-		for {
-			n, err := copyRange(dst, src, &roff, &woff, rangeChunk)
-			if err != nil {
-				if woff == 0 && unsupportedCopy(err) {
-					cp.noRange = true
-					storeCaps(key, cp)
-					break
-				}
-				if woff == 0 {
-					break // copy in user space, which meets a disk error again
-				}
-				return err
-			}
-			if n == 0 {
-				return nil
-			}
-		}
-	}
-	if _, err := dst.Seek(0, io.SeekStart); err != nil {
+	if copied, _, err := kernelCopy(dst, src, nil); copied || err != nil {
 		return err
 	}
 	if _, err := src.Seek(0, io.SeekStart); err != nil {
