@@ -188,11 +188,9 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 	if c.opts.RequireSigned {
 		memo = nil // the memo does not know which key checked a signature
 	}
-	if memo != nil && memo.has(key) {
-		if fi, err := os.Lstat(p); err == nil {
-			if e := memo.lookup(key, fi); e != nil {
-				return e, false, nil
-			}
+	if memo != nil {
+		if e := memo.lookup(key, p); e != nil {
+			return e, false, nil
 		}
 	}
 	var readAt time.Time

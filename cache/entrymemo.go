@@ -120,27 +120,24 @@ func (m *EntryMemo) blobVerified(d Digest, fi fs.FileInfo, began time.Time) {
 	m.mu.Unlock()
 }
 
-// has reports whether the memo holds an entry for key.
-func (m *EntryMemo) has(key ActionID) bool {
-	m.mu.Lock()
-	_, ok := m.entries[key]
-	m.mu.Unlock()
-	return ok
-}
-
-// lookup returns the remembered entry for key if fi, the entry file's
-// current stat, still matches and the memory is not racy.
-func (m *EntryMemo) lookup(key ActionID, fi fs.FileInfo) *Entry {
-	st, ok := stampOf(fi)
-	if !ok {
-		return nil
-	}
+// lookup returns the remembered entry for key if the entry file at path
+// still has the stat it had when read, and the memory is not racy. A key
+// the memo does not hold costs no system call.
+func (m *EntryMemo) lookup(key ActionID, path string) *Entry {
 	m.mu.Lock()
 	me, ok := m.entries[key]
 	if ok {
 		m.used[key] = true
 	}
 	m.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil
+	}
+	st, ok := stampOf(fi)
 	if !ok || me.stamp != st || st.ctime >= me.recorded-int64(entryMemoSlack) {
 		return nil
 	}

@@ -119,20 +119,20 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 	// changed since, is copied unhashed (see blobMemo); any other is
 	// hashed while it is copied, and remembered once it checks.
 	memo := c.blobMemo()
-	var fi fs.FileInfo
-	if memo != nil && !compressed {
+	var fi fs.FileInfo // a raw blob's stat: its size, and what the memo compares
+	if !compressed {
 		fi, _ = f.Stat()
 	}
 	var bad error
-	if fi != nil && mayRetry && memo.blobTrusted(d, fi) {
+	if memo != nil && fi != nil && mayRetry && memo.blobTrusted(d, fi) {
 		err = copyTrusted(t, f)
 	} else {
 		var began time.Time
-		if fi != nil {
+		if memo != nil {
 			began = memo.now()
 		}
-		bad, err = c.copyVerified(t, f, compressed, d, mayRetry)
-		if err == nil && bad == nil && fi != nil {
+		bad, err = c.copyVerified(t, f, compressed, fi, d, mayRetry)
+		if memo != nil && fi != nil && err == nil && bad == nil {
 			memo.blobVerified(d, fi, began)
 		}
 	}
@@ -160,17 +160,16 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 }
 
 // copyVerified copies blob d from f into the empty file t and verifies
-// what t holds: with kernel, by the kernel for a large raw blob (see
+// what t holds: with kernel, by the kernel for a large raw blob (raw is
+// its stat, nil if unknown; see
 // copyVerifiedKernel), else in user space while decoding and hashing (see
 // readVerified). err is an I/O error; bad says the blob is not d.
 // restoreOnce's second try copies in user space, so a blob is quarantined
 // only if reading it, not the kernel's copy, gave the wrong content.
-func (c *Dir) copyVerified(t, f *os.File, compressed bool, d Digest, kernel bool) (bad, err error) {
-	if kernel && !compressed {
-		if st, err := f.Stat(); err == nil && st.Size() >= kernelCopyMin {
-			if done, bad, err := copyVerifiedKernel(t, f, d); done {
-				return bad, err
-			}
+func (c *Dir) copyVerified(t, f *os.File, compressed bool, raw fs.FileInfo, d Digest, kernel bool) (bad, err error) {
+	if kernel && !compressed && raw != nil && raw.Size() >= kernelCopyMin {
+		if done, bad, err := copyVerifiedKernel(t, f, d); done {
+			return bad, err
 		}
 	}
 	return c.readVerified(t, f, compressed, d)
