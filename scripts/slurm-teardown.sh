@@ -30,24 +30,7 @@ if [ -d "$RUN" ]; then
   flock -w 600 9 || { log "another slurm-setup/teardown holds $RUN/lock"; exit 1; }
 fi
 
-proc_state() {
-  local stat comm rest
-  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
-  comm=${stat#*(}; comm=${comm%)*}
-  rest=${stat##*) }
-  printf '%s %s\n' "$comm" "${rest%% *}"
-}
-alive() {
-  local st
-  st=$(proc_state "$1") || return 1
-  case $st in "$2 "[ZXx]) return 1 ;; "$2 "*) return 0 ;; *) return 1 ;; esac
-}
-ours() {
-  local f=$RUN/$1.pid pid
-  [ -s "$f" ] || return 1
-  pid=$(tr -dc '0-9' <"$f")
-  [ -n "$pid" ] && alive "$pid" "$1" && echo "$pid"
-}
+. "$(dirname "$0")/slurm-procs.sh"
 
 rc=0
 stop() {
