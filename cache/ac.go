@@ -114,9 +114,13 @@ type blobRef struct {
 	size int64 // recorded size, or -1 where the entry records none (logs)
 }
 
-// entryRefs lists the blobs e references, each once.
+// entryRefs lists the blobs in cas/ that e references, each once: not
+// those it holds inline.
 func entryRefs(e *Entry) []blobRef {
-	seen := make(map[Digest]bool, len(e.Outputs)+2)
+	seen := make(map[Digest]bool, len(e.Outputs)+2+len(e.Inline))
+	for _, b := range e.Inline {
+		seen[b.Digest] = true
+	}
 	var refs []blobRef
 	add := func(what string, d Digest, size int64) {
 		if !d.IsZero() && !seen[d] {
@@ -136,7 +140,7 @@ func entryRefs(e *Entry) []blobRef {
 
 // errNewerEntry marks an entry written by a newer cairn: a miss for us, but
 // not corrupt, so it is left alone.
-var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", EntryFormat, ErrNotFound)
+var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", maxEntryFormat, ErrNotFound)
 
 // GetEntry returns the entry stored under key. A missing entry is
 // ErrNotFound, and so is an entry in a newer format, which is left in
@@ -212,7 +216,7 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 	if err != nil {
 		return nil, false, err
 	}
-	if v, ok := entryVersion(b); ok && v > EntryFormat {
+	if v, ok := entryVersion(b); ok && v > maxEntryFormat {
 		return nil, false, errNewerEntry
 	}
 	e, bad := decodeEntry(b)

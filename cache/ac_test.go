@@ -46,6 +46,55 @@ func TestPutGetEntry(t *testing.T) {
 	assertNoTemps(t, c)
 }
 
+// TestInlineEntryNeedsNoBlobs: an entry that holds its small blobs inline
+// is stored and read back although cas/ has none of them, and the blobs
+// it does not hold must still be there.
+func TestInlineEntryNeedsNoBlobs(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	e := sampleInlineEntry() // weights and stdout inline; metrics.json (empty) and stderr in cas/
+	if err := c.PutEntry(e); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("PutEntry without the blobs it does not hold = %v, want ErrNotFound", err)
+	}
+	for _, b := range [][]byte{nil, []byte("stderr")} {
+		if _, err := c.PutBytes(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range [][]byte{[]byte("weights"), []byte("stdout")} {
+		if c.HasBlob(HashBytes(b)) {
+			t.Errorf("cas/ holds %q, which the entry holds inline", b)
+		}
+	}
+	got, err := c.GetEntry(e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("GetEntry (-want +got):\n%s", diff)
+	}
+	b, err := c.ReadEntryBlob(got, got.Stdout)
+	if err != nil || string(b) != "stdout" {
+		t.Errorf("ReadEntryBlob(stdout) = %q, %v", b, err)
+	}
+	if b, err = c.ReadEntryBlob(got, got.Stderr); err != nil || string(b) != "stderr" {
+		t.Errorf("ReadEntryBlob(stderr) = %q, %v", b, err)
+	}
+	rep, err := c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.ExitCode() != 0 || len(rep.Problems) != 0 || rep.Entries != 1 || rep.Blobs != 2 {
+		t.Errorf("Verify of a cache with an inline entry: %+v, want 1 entry, 2 blobs, no problems", rep)
+	}
+	if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 0 {
+		t.Errorf("quarantine/ holds %q", q)
+	}
+}
+
 func TestGetEntryNotFound(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
@@ -243,7 +292,7 @@ func TestGetEntryNewerFormat(t *testing.T) {
 	e := putSample(t, c)
 	p := c.entryPath(e.Key)
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	newer := []byte("cairn-ac 2\nsomething we cannot read\n")
+	newer := []byte("cairn-ac 3\nsomething we cannot read\n")
 	os.WriteFile(p, newer, 0o444)
 	if _, err := c.GetEntry(e.Key); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
 		t.Errorf("GetEntry = %v, want ErrNotFound", err)

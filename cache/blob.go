@@ -73,8 +73,19 @@ type PendingBlob struct {
 	what       string    // the file it was read from, for messages
 	present    bool      // the cache already holds the blob
 	data       []byte    // small content, to be written (compressed if so)
+	small      bool      // data is content of at most InlineMax bytes, raw, not looked up in cas/ yet
 	t          *tempFile // large content, written, not yet committed
 	compressed bool
+}
+
+// Inline returns the content of a blob small enough to be stored inside
+// an entry ([Entry.Inline], at most [InlineMax] bytes). A caller that
+// stores it so discards b instead of committing it.
+func (b *PendingBlob) Inline() ([]byte, bool) {
+	if !b.small {
+		return nil, false
+	}
+	return b.data, true
 }
 
 // Commit makes the blob durable in the cache, unless it was there
@@ -92,7 +103,7 @@ func (b *PendingBlob) Commit() error {
 // Discard drops the staged content.
 func (b *PendingBlob) Discard() {
 	b.t.abort()
-	b.t, b.data = nil, nil
+	b.t, b.data, b.small = nil, nil, false
 }
 
 // PutReader stores everything read from r until EOF and returns its digest
@@ -157,6 +168,12 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
 		}
 		b := &PendingBlob{Digest: d, Size: n, c: c}
+		if n <= InlineMax {
+			// Small enough to go inside the entry (see Inline): look
+			// for it in cas/ and compress it only if it is committed.
+			b.data, b.small = append([]byte(nil), sample...), true
+			return b, nil
+		}
 		if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
 			touchObject(p)
 			b.present = true
@@ -216,6 +233,20 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 // commit writes staged content out if it is not yet in a temp file and
 // publishes it (see publishBlob). The temp file is removed in any case.
 func (c *Dir) commit(b *PendingBlob) error {
+	if b.small {
+		// Staged for inlining, stored in cas/ after all: now look for
+		// it there, and decide whether to compress it.
+		b.small = false
+		d, n := b.Digest, b.Size
+		if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
+			touchObject(p)
+			b.present, b.data = true, nil
+			return nil
+		}
+		if z, compressed := compressSample(b.data); compressed {
+			b.data, b.compressed = z, true
+		}
+	}
 	if b.present {
 		return nil
 	}
@@ -344,6 +375,16 @@ func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
 		}
 	}
 	return nil, false, ErrNotFound
+}
+
+// ReadEntryBlob returns the content of blob d, which entry e references:
+// from e itself if it holds d inline (the entry's checksum and decoding
+// verified it), else from cas/ as [Dir.ReadBlob] does.
+func (c *Dir) ReadEntryBlob(e *Entry, d Digest) ([]byte, error) {
+	if b, ok := e.InlineData(d); ok {
+		return b, nil
+	}
+	return c.ReadBlob(d)
 }
 
 // ReadBlob returns the content of blob d, verified against d. A missing blob

@@ -403,3 +403,46 @@ func TestReadBlobNotRegular(t *testing.T) {
 		}
 	}
 }
+
+// TestStageSmallFileInline: content of at most InlineMax bytes is offered
+// for inlining without touching cas/; committed instead, it is stored
+// like any blob (compressed if that pays). Larger content is not offered.
+func TestStageSmallFileInline(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	dir := t.TempDir()
+	small := bytes.Repeat([]byte("a"), InlineMax) // compresses well
+	large := bytes.Repeat([]byte("b"), InlineMax+1)
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		offered bool
+	}{{"small", small, true}, {"large", large, false}} {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.StageFile(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, ok := b.Inline()
+		if ok != tc.offered || (ok && !bytes.Equal(data, tc.data)) {
+			t.Errorf("%s: Inline() = %d bytes, %v; want offered=%v", tc.name, len(data), ok, tc.offered)
+		}
+		if c.HasBlob(b.Digest) {
+			t.Errorf("%s: in cas/ before Commit", tc.name)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ReadBlob(b.Digest)
+		if err != nil || !bytes.Equal(got, tc.data) {
+			t.Errorf("%s: ReadBlob after Commit = %d bytes, %v", tc.name, len(got), err)
+		}
+	}
+	if _, err := os.Stat(c.blobPath(HashBytes(small), true)); err != nil {
+		t.Errorf("small compressible blob committed: %v, want it stored compressed", err)
+	}
+	assertNoTemps(t, c)
+}

@@ -16,9 +16,27 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// EntryFormat is the version of the action-entry encoding, written both in
-// the header line and in the JSON body.
-const EntryFormat = 1
+// Versions of the action-entry encoding, written both in the header line
+// and in the JSON body. An entry is written in format 1 unless it carries
+// inline blobs, which need format 2: a cairn that knows only format 1
+// treats a format 2 entry as a miss and leaves it alone, where it would
+// have quarantined an entry whose blobs it cannot find.
+const (
+	EntryFormat       = 1 // blobs in cas/ only
+	EntryFormatInline = 2 // small blobs may be inline (Entry.Inline)
+
+	maxEntryFormat = EntryFormatInline // the newest this cairn reads
+)
+
+// InlineMax is the largest blob a writer puts inside an entry rather than
+// in cas/, and InlineTotalMax the most inline bytes one entry gets (the
+// rest go to cas/). Small outputs inline cost no blob file, no shard
+// directory and no fsyncs of their own. Readers accept any inline size
+// within the entry's own limit, so these may change without a new format.
+const (
+	InlineMax      = 4 << 10
+	InlineTotalMax = 64 << 10
+)
 
 const (
 	entryMagic = "cairn-ac"
@@ -28,7 +46,14 @@ const (
 	maxEntrySize = 256 << 20
 )
 
-var entryHeader = entryMagic + " " + strconv.Itoa(EntryFormat) + "\n"
+var (
+	entryHeader       = entryHeaderFor(EntryFormat)
+	entryHeaderInline = entryHeaderFor(EntryFormatInline)
+)
+
+func entryHeaderFor(format int) string {
+	return entryMagic + " " + strconv.Itoa(format) + "\n"
+}
 
 // Output types.
 const (
@@ -47,10 +72,17 @@ type OutputFile struct {
 	Target string `json:"target,omitempty"` // symlinks only; relative, stays inside the workspace
 }
 
+// InlineBlob is a blob stored inside an entry instead of in cas/: the
+// content of a small output file or log the entry references by Digest.
+type InlineBlob struct {
+	Digest Digest `json:"digest"`
+	Data   []byte `json:"data"` // base64 in the JSON body
+}
+
 // Entry is the result of one phase run, stored in the action cache under
 // its Key.
 type Entry struct {
-	Format     int             `json:"format"` // EntryFormat
+	Format     int             `json:"format"` // EntryFormat, or EntryFormatInline when Inline is not empty
 	Key        ActionID        `json:"key"`
 	Phase      string          `json:"phase"`
 	Components []Component     `json:"components"` // exactly what was hashed into Key, so "why did this rerun" can diff
@@ -65,10 +97,25 @@ type Entry struct {
 	Created    time.Time       `json:"created"`
 	Host       string          `json:"host,omitempty"`
 	User       string          `json:"user,omitempty"`
+	// Inline holds blobs the entry references that are stored in it
+	// rather than in cas/ (format 2 only), each once, in the order the
+	// writer found them.
+	Inline []InlineBlob `json:"inline,omitempty"`
 }
 
-// EncodeEntry returns the stored form of e: the line "cairn-ac 1", the
-// line holding the hex SHA-256 of the body, then the JSON body. It returns
+// InlineData returns the content of blob d if e holds it inline.
+func (e *Entry) InlineData(d Digest) ([]byte, bool) {
+	for i := range e.Inline {
+		if e.Inline[i].Digest == d {
+			return e.Inline[i].Data, true
+		}
+	}
+	return nil, false
+}
+
+// EncodeEntry returns the stored form of e: the line "cairn-ac N" (N is
+// e.Format), the line holding the hex SHA-256 of the body, then the JSON
+// body. It returns
 // an error, and no bytes, if e would not pass [DecodeEntry]: so a writer
 // learns about a bad entry, not the next reader.
 func EncodeEntry(e *Entry) ([]byte, error) {
@@ -81,8 +128,12 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 	}
 	body = append(body, '\n')
 	sum := sha256.Sum256(body)
-	b := make([]byte, 0, len(entryHeader)+65+len(body))
-	b = append(b, entryHeader...)
+	header := entryHeader
+	if e.Format == EntryFormatInline {
+		header = entryHeaderInline
+	}
+	b := make([]byte, 0, len(header)+65+len(body))
+	b = append(b, header...)
 	b = hex.AppendEncode(b, sum[:])
 	b = append(b, '\n')
 	b = append(b, body...)
@@ -94,7 +145,9 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 
 // DecodeEntry parses and verifies the stored form of an entry. Every
 // failure wraps [ErrCorrupt]: a wrong header or checksum, bad JSON, a format
-// other than 1, a Key that is not ComputeKey(Components), an output path
+// other than 1 or 2 or other than the header's, inline blobs in format 1
+// or whose content does not hash to their digest, listed twice or
+// referenced by nothing, a Key that is not ComputeKey(Components), an output path
 // that is empty, absolute, unclean, contains "..", NUL or a backslash, is
 // too long, is duplicated (also up to letter case and Unicode
 // normalization) or lies beneath a non-directory output, an unknown type,
@@ -116,9 +169,13 @@ func decodeEntry(b []byte) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	format := EntryFormat
 	rest, ok := bytes.CutPrefix(b, []byte(entryHeader))
 	if !ok {
-		return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+		if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderInline)); !ok {
+			return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+		}
+		format = EntryFormatInline
 	}
 	sumHex, body, ok := bytes.Cut(rest, []byte("\n"))
 	if !ok {
@@ -146,6 +203,9 @@ func decodeEntry(b []byte) (*Entry, error) {
 		if string(e.Metrics) == "null" {
 			e.Metrics = nil
 		}
+	}
+	if e.Format != format {
+		return nil, fmt.Errorf("body says format %d, header %d", e.Format, format)
 	}
 	if err := validateEntry(e, false); err != nil {
 		return nil, err
@@ -175,8 +235,11 @@ func entryVersion(b []byte) (int, bool) {
 // checks JSON decoding makes implicitly (valid UTF-8: json.Marshal would
 // replace invalid bytes, changing the components and so the key).
 func validateEntry(e *Entry, encoding bool) error {
-	if e.Format != EntryFormat {
-		return fmt.Errorf("format %d, want %d", e.Format, EntryFormat)
+	switch {
+	case e.Format == EntryFormat && len(e.Inline) > 0:
+		return fmt.Errorf("format %d with inline blobs (they need format %d)", e.Format, EntryFormatInline)
+	case e.Format != EntryFormat && e.Format != EntryFormatInline:
+		return fmt.Errorf("format %d, want %d or %d", e.Format, EntryFormat, EntryFormatInline)
 	}
 	if encoding {
 		if err := checkUTF8(e); err != nil {
@@ -194,7 +257,45 @@ func validateEntry(e *Entry, encoding bool) error {
 	if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
 		return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
 	}
-	return checkOutputs(e.Outputs)
+	if err := checkOutputs(e.Outputs); err != nil {
+		return err
+	}
+	return checkInline(e)
+}
+
+// checkInline checks e's inline blobs: each hashes to its digest, is
+// listed once and is referenced by the entry, as a log or as an output
+// file of the same size.
+func checkInline(e *Entry) error {
+	if len(e.Inline) == 0 {
+		return nil
+	}
+	refs := make(map[Digest]int64, len(e.Outputs)+2) // size, or -1 for a log
+	for _, o := range e.Outputs {
+		if o.Type == TypeFile {
+			refs[o.Digest] = o.Size
+		}
+	}
+	for _, d := range []Digest{e.Stdout, e.Stderr} {
+		if _, ok := refs[d]; !d.IsZero() && !ok {
+			refs[d] = -1
+		}
+	}
+	seen := make(map[Digest]bool, len(e.Inline))
+	for _, b := range e.Inline {
+		switch size, ok := refs[b.Digest]; {
+		case seen[b.Digest]:
+			return fmt.Errorf("inline blob %s listed twice", b.Digest.Short())
+		case !ok:
+			return fmt.Errorf("inline blob %s is referenced by nothing", b.Digest.Short())
+		case size >= 0 && size != int64(len(b.Data)):
+			return fmt.Errorf("inline blob %s holds %d bytes, its output %d", b.Digest.Short(), len(b.Data), size)
+		case HashBytes(b.Data) != b.Digest:
+			return fmt.Errorf("inline blob %s: content hashes to %s", b.Digest.Short(), HashBytes(b.Data).Short())
+		}
+		seen[b.Digest] = true
+	}
+	return nil
 }
 
 // checkOutputs checks an output tree as restore needs it: every entry

@@ -82,9 +82,103 @@ func encodeUnchecked(t *testing.T, e any) []byte {
 	return frameBody(body)
 }
 
-func frameBody(body []byte) []byte {
+func frameBody(body []byte) []byte { return frameBodyAs(entryHeader, body) }
+
+func frameBodyAs(header string, body []byte) []byte {
 	sum := sha256.Sum256(body)
-	return []byte(entryHeader + hex.EncodeToString(sum[:]) + "\n" + string(body))
+	return []byte(header + hex.EncodeToString(sum[:]) + "\n" + string(body))
+}
+
+// sampleInlineEntry is sampleEntry in format 2, holding its weights file
+// and its stdout inline.
+func sampleInlineEntry() *Entry {
+	e := sampleEntry()
+	e.Format = EntryFormatInline
+	e.Inline = []InlineBlob{
+		{Digest: HashBytes([]byte("weights")), Data: []byte("weights")},
+		{Digest: HashBytes([]byte("stdout")), Data: []byte("stdout")},
+	}
+	return e
+}
+
+func TestInlineEntryRoundTrip(t *testing.T) {
+	e := sampleInlineEntry()
+	b, err := EncodeEntry(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(b), "cairn-ac 2\n") {
+		t.Errorf("header line %q, want cairn-ac 2", strings.SplitN(string(b), "\n", 2)[0])
+	}
+	checkGolden(t, filepath.Join("testdata", "entry-inline.golden"), b)
+	got, err := DecodeEntry(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if data, ok := got.InlineData(HashBytes([]byte("weights"))); !ok || string(data) != "weights" {
+		t.Errorf("InlineData(weights) = %q, %v", data, ok)
+	}
+	if _, ok := got.InlineData(HashBytes([]byte("stderr"))); ok {
+		t.Error("InlineData(stderr) found a blob the entry does not hold")
+	}
+	// An empty blob inline is "" in JSON and decodes to empty content.
+	e = sampleEntry()
+	e.Format = EntryFormatInline
+	e.Inline = []InlineBlob{{Digest: HashBytes(nil), Data: []byte{}}}
+	if b, err = EncodeEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = DecodeEntry(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("empty inline blob round trip (-want +got):\n%s", diff)
+	}
+}
+
+func TestDecodeEntryRejectsInline(t *testing.T) {
+	tests := map[string]func(e *Entry){
+		"content changed": func(e *Entry) { e.Inline[0].Data = []byte("weighty") },
+		"listed twice":    func(e *Entry) { e.Inline = append(e.Inline, e.Inline[0]) },
+		"referenced by nothing": func(e *Entry) {
+			e.Inline = append(e.Inline, InlineBlob{Digest: HashBytes([]byte("x")), Data: []byte("x")})
+		},
+		"size differs from its output": func(e *Entry) { e.Outputs[1].Size = 8 },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := sampleInlineEntry()
+			mutate(e)
+			body, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := DecodeEntry(frameBodyAs(entryHeaderInline, body)); !errors.Is(err, ErrCorrupt) {
+				t.Errorf("DecodeEntry = %v, want error wrapping ErrCorrupt", err)
+			}
+			if b, err := EncodeEntry(e); err == nil {
+				t.Errorf("EncodeEntry accepted it: %q", b)
+			}
+		})
+	}
+	// The header and the body must name one format.
+	good, err := json.Marshal(sampleInlineEntry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeEntry(frameBodyAs(entryHeader, good)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("format 2 body under a format 1 header: DecodeEntry = %v, want ErrCorrupt", err)
+	}
+	plain, err := json.Marshal(sampleEntry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeEntry(frameBodyAs(entryHeaderInline, plain)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("format 1 body under a format 2 header: DecodeEntry = %v, want ErrCorrupt", err)
+	}
 }
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -171,8 +265,11 @@ func TestDecodeEntryRejectsBytes(t *testing.T) {
 
 func TestDecodeEntryRejectsContent(t *testing.T) {
 	tests := map[string]func(e *Entry){
-		"format 0":             func(e *Entry) { e.Format = 0 },
-		"format 2":             func(e *Entry) { e.Format = 2 },
+		"format 0": func(e *Entry) { e.Format = 0 },
+		"format 3": func(e *Entry) { e.Format = 3 },
+		"inline in format 1": func(e *Entry) {
+			e.Inline = []InlineBlob{{Digest: HashBytes([]byte("weights")), Data: []byte("weights")}}
+		},
 		"key mismatch":         func(e *Entry) { e.Key[0] ^= 1 },
 		"component changed":    func(e *Entry) { e.Components[0].Value = "python other.py" },
 		"empty kind":           func(e *Entry) { e.Components = append(e.Components, Component{}); e.Key = ComputeKey(e.Components) },

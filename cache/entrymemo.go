@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 2\n"
+const entryMemoHeader = "cairn-entry-memo 3\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -241,6 +241,11 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 		w.Str(string(created))
 		w.Str(e.Host)
 		w.Str(e.User)
+		w.Len(len(e.Inline))
+		for _, b := range e.Inline {
+			w.Fixed(b.Digest[:])
+			w.Str(string(b.Data))
+		}
 	}
 	digests := make([]Digest, 0, len(blobs))
 	for d := range blobs {
@@ -314,6 +319,14 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		created := r.Str()
 		e.Host = r.Str()
 		e.User = r.Str()
+		if ni := r.Len(); ni > 0 {
+			e.Inline = make([]InlineBlob, ni)
+			for j := range e.Inline {
+				b := &e.Inline[j]
+				r.Fixed(b.Digest[:])
+				b.Data = []byte(r.Str())
+			}
+		}
 		if !r.OK() {
 			break
 		}
@@ -323,10 +336,13 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		// The memo is a private file under its own checksum, and its
 		// entries' keys were checked when they were read from the cache;
 		// still, a foreign one must not hand restore an unsafe path.
-		if e.Format != EntryFormat {
+		if e.Format != EntryFormat && e.Format != EntryFormatInline {
 			return nil, nil, fmt.Errorf("record %d: format %d", i, e.Format)
 		}
 		if err := checkOutputs(e.Outputs); err != nil {
+			return nil, nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		if err := checkInline(e); err != nil {
 			return nil, nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		me.e = e

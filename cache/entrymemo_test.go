@@ -24,7 +24,9 @@ func memoEntries() []*Entry {
 	local.Key = ComputeKey(local.Components)
 	local.Created = time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 3600))
 	local.Cost, local.Metrics, local.Stdout = 0, nil, Digest{}
-	return []*Entry{full, bare, local}
+	inline := sampleInlineEntry()
+	inline.Phase = "inline"
+	return []*Entry{full, bare, local, inline}
 }
 
 func TestEntryMemoRoundTrip(t *testing.T) {

@@ -132,6 +132,7 @@ func FuzzParseEntry(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkParseEntry(t, b)
 		checkParseEntry(t, frameBody(b))
+		checkParseEntry(t, frameBodyAs(entryHeaderInline, b))
 	})
 }
 

@@ -27,20 +27,21 @@ import (
 // symlink target that leaves the tree. Directories are created as needed;
 // an existing file at a file's path is replaced, never written through.
 // Each file is verified against its digest before it gets its name (see
-// [Dir.RestoreFile]).
-func (c *Dir) RestoreTree(root *os.Root, files []OutputFile) error {
+// [Dir.RestoreFile]). A file whose blob is in inline (the entry's inline
+// blobs, [Entry.Inline]) is written from there, else from cas/.
+func (c *Dir) RestoreTree(root *os.Root, files []OutputFile, inline []InlineBlob) error {
 	if err := checkOutputs(files); err != nil {
 		return fmt.Errorf("cache restore into %s: refusing the tree: %w", root.Name(), err)
 	}
 	for _, f := range files {
-		if err := c.restoreEntry(root, f); err != nil {
+		if err := c.restoreEntry(root, f, inline); err != nil {
 			return fmt.Errorf("cache restore %s into %s: %w", f.Path, root.Name(), err)
 		}
 	}
 	return nil
 }
 
-func (c *Dir) restoreEntry(root *os.Root, f OutputFile) error {
+func (c *Dir) restoreEntry(root *os.Root, f OutputFile, inline []InlineBlob) error {
 	name := filepath.FromSlash(f.Path)
 	if dir := path.Dir(f.Path); dir != "." {
 		if err := root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
@@ -60,8 +61,40 @@ func (c *Dir) restoreEntry(root *os.Root, f OutputFile) error {
 	case TypeSymlink:
 		return root.Symlink(filepath.FromSlash(f.Target), name)
 	default:
+		for _, b := range inline {
+			if b.Digest == f.Digest {
+				return restoreBytes(root, b.Data, f.Digest, name, fs.FileMode(f.Mode))
+			}
+		}
 		return c.restoreFileIn(root, f.Digest, name, fs.FileMode(f.Mode))
 	}
+}
+
+// restoreBytes writes data, which must hash to d, to name beneath root
+// with permission bits perm, through a temp file renamed into place, as
+// restoreOnce does for a blob.
+func restoreBytes(root *os.Root, data []byte, d Digest, name string, perm fs.FileMode) error {
+	if HashBytes(data) != d {
+		return fmt.Errorf("inline blob %s: %w: its content hashes to %s", d.Short(), ErrCorrupt, HashBytes(data).Short())
+	}
+	t, tmp, err := createTempIn(root, name)
+	if err != nil {
+		return err
+	}
+	_, err = t.Write(data)
+	if err == nil {
+		err = t.Chmod(perm)
+	}
+	if cerr := t.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		root.Remove(tmp)
+	}
+	return err
 }
 
 // RestoreFile writes blob d to dst with permission bits perm (exactly, not

@@ -203,7 +203,7 @@ func TestRestoreRejectsHostileTrees(t *testing.T) {
 			}
 
 			a := newRestoreArena(t)
-			err = c.RestoreTree(a.root(t), tree)
+			err = c.RestoreTree(a.root(t), tree, nil)
 			if err == nil {
 				t.Fatal("RestoreTree accepted the tree")
 			}
@@ -369,7 +369,7 @@ func TestRestoreLinksInWorkspace(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := c.RestoreTree(a.root(t), tc.tree)
+			err := c.RestoreTree(a.root(t), tc.tree, nil)
 			if n, what := a.escapes(t); n != 0 {
 				escapes += n
 				t.Errorf("restore reached outside dest: %s", what)
@@ -411,7 +411,7 @@ func TestRestoreSymlinkSwapRace(t *testing.T) {
 		return c.RestoreTree(root, []OutputFile{
 			{Path: "sub", Type: TypeDir, Mode: 0o755},
 			{Path: fmt.Sprintf("sub/f%05d", i), Type: TypeFile, Mode: 0o644, Digest: d, Size: int64(len(content))},
-		})
+		}, nil)
 	})
 	n, what := a.escapes(t)
 	if n != 0 {
@@ -561,7 +561,7 @@ func FuzzRestoreTree(f *testing.F) {
 		if err := os.Symlink("../sentinel", filepath.Join(a.dest, "out")); err != nil {
 			t.Fatal(err)
 		}
-		_ = c.RestoreTree(a.root(t), tree)
+		_ = c.RestoreTree(a.root(t), tree, nil)
 		if n, what := a.escapes(t); n != 0 {
 			t.Fatalf("tree %q reached outside dest: %s", text, what)
 		}

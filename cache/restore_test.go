@@ -398,3 +398,49 @@ func TestRestoreLargeCompressedBlob(t *testing.T) {
 		t.Errorf("mode %v, want 0640", st.Mode().Perm())
 	}
 }
+
+// TestRestoreTreeInline: a file whose blob the entry holds inline is
+// written from there, with its mode, though cas/ lacks it; inline content
+// that does not match the file's digest (an entry built in memory, never
+// decoded) is refused as corrupt and the target is left alone.
+func TestRestoreTreeInline(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	dst := t.TempDir()
+	root, err := os.OpenRoot(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	data := []byte("small output\n")
+	d := HashBytes(data)
+	tree := []OutputFile{
+		{Path: "out", Type: TypeDir, Mode: 0o755},
+		{Path: "out/a.txt", Type: TypeFile, Mode: 0o751, Digest: d, Size: int64(len(data))},
+	}
+	if err := c.RestoreTree(root, tree, []InlineBlob{{Digest: d, Data: data}}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dst, "out", "a.txt")
+	got, err := os.ReadFile(p)
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("restored %q, %v; want %q", got, err, data)
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o751 {
+		t.Errorf("restored mode %v, want 0751", st.Mode().Perm())
+	}
+	if err := c.RestoreTree(root, tree, nil); !errors.Is(err, ErrNotFound) {
+		t.Errorf("restore without the inline blob (cas/ lacks it) = %v, want ErrNotFound", err)
+	}
+	os.WriteFile(p, []byte("mine\n"), 0o644)
+	err = c.RestoreTree(root, tree, []InlineBlob{{Digest: d, Data: []byte("tampered\n")}})
+	if !errors.Is(err, ErrCorrupt) {
+		t.Errorf("restore of tampered inline content = %v, want ErrCorrupt", err)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "mine\n" {
+		t.Errorf("target = %q after a refused restore, want it untouched", got)
+	}
+	if names, _ := os.ReadDir(filepath.Join(dst, "out")); len(names) != 1 {
+		t.Errorf("out/ holds %d names after a refused restore, want 1 (no temp file left)", len(names))
+	}
+}

@@ -411,7 +411,7 @@ func (v *verifier) checkEntry(f storeFile) {
 			v.ioProblem("entry", f.path, err)
 			return
 		}
-		if ver, ok := entryVersion(b); ok && ver > EntryFormat {
+		if ver, ok := entryVersion(b); ok && ver > maxEntryFormat {
 			v.rep.NewerEntries++
 			return
 		}

@@ -375,10 +375,11 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 			<-r.storeSem
 		}
 	}()
-	tree, pend, err := e.collectOutputs(p, acquire)
+	out, err := e.collectOutputs(p, acquire)
 	if err != nil {
 		return failed(err)
 	}
+	tree := out.tree
 	if p.Cache {
 		// The outputs are in place and hashed: the dependents need no
 		// more to start, and need not wait for the blobs' and the
@@ -387,7 +388,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		// already running used outputs that are in place and correct.
 		r.release(p.Addr, tree)
 		acquire()
-		if err := commitAll(pend); err != nil {
+		if err := commitAll(out.pend); err != nil {
 			return failed(err)
 		}
 	}
@@ -397,7 +398,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
 	}
 	if p.Cache {
-		if err := r.store(ph, tree); err != nil {
+		if err := r.store(ph, out); err != nil {
 			// The outputs are fine; only caching failed. Say so and go on.
 			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", p.Addr, err), Time: e.now()})
 		}
@@ -412,25 +413,31 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 }
 
 // store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (succeed committed them), so the
-// entry never references a missing blob.
-func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
+// outputs' blobs are already there (succeed committed them) or go inside
+// the entry, so the entry never references a missing blob.
+func (r *runner) store(ph *phaseRun, out *collected) error {
 	c := r.e.cache
-	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty)
+	tree := out.tree
+	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty, &out.inline)
 	if err != nil {
 		return err
 	}
-	errD, err := r.putLog(ph.stderr, ph.stderrEmpty)
+	errD, err := r.putLog(ph.stderr, ph.stderrEmpty, &out.inline)
 	if err != nil {
 		return err
 	}
 	host, who := r.hostUser()
+	format := cache.EntryFormat
+	if len(out.inline.blobs) > 0 {
+		format = cache.EntryFormatInline
+	}
 	entry := &cache.Entry{
-		Format:     1,
+		Format:     format,
 		Key:        ph.d.key,
 		Phase:      ph.p.Addr,
 		Components: ph.d.components,
 		Outputs:    tree,
+		Inline:     out.inline.blobs,
 		ExitCode:   0,
 		Stdout:     outD,
 		Stderr:     errD,
@@ -447,7 +454,7 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 		// A blob was evicted (cairn cache gc) between being stored and
 		// being referenced: store the outputs again, once.
 		for _, f := range tree {
-			if f.Type != cache.TypeFile {
+			if _, inline := entry.InlineData(f.Digest); f.Type != cache.TypeFile || inline {
 				continue
 			}
 			d, _, perr := c.PutFile(r.e.ws.Abs(f.Path))
@@ -458,8 +465,8 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 				return fmt.Errorf("output %s changed after the phase ended", f.Path)
 			}
 		}
-		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty); err == nil {
-			if _, err = r.putLog(ph.stderr, ph.stderrEmpty); err == nil {
+		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty, &out.inline); err == nil {
+			if _, err = r.putLog(ph.stderr, ph.stderrEmpty, &out.inline); err == nil {
 				err = c.PutEntry(entry)
 			}
 		}
@@ -470,11 +477,24 @@ func (r *runner) store(ph *phaseRun, tree []cache.OutputFile) error {
 	return err
 }
 
-// putLog stores a log of the phase's last attempt in the cache; one the
-// command wrote nothing to is the empty blob, not read again.
-func (r *runner) putLog(path string, empty bool) (cache.Digest, error) {
+// putLog stores a log of the phase's last attempt in the cache: inside
+// the entry (in inline) if it is small, else as a blob. One the command
+// wrote nothing to is the empty blob, not read again.
+func (r *runner) putLog(path string, empty bool, inline *inlineBlobs) (cache.Digest, error) {
 	if empty {
+		d := cache.HashBytes(nil)
+		if inline.add(d, nil) {
+			return d, nil
+		}
 		return r.e.cache.PutBytes(nil)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Size() <= cache.InlineMax {
+		if b, err := os.ReadFile(path); err == nil && len(b) <= cache.InlineMax {
+			d := cache.HashBytes(b)
+			if inline.add(d, b) {
+				return d, nil
+			}
+		}
 	}
 	d, _, err := r.e.cache.PutFile(path)
 	return d, err

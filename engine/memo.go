@@ -138,7 +138,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	}
 	key := cache.ComputeKey(comps)
 	if e, err := c.GetEntry(key); err == nil {
-		out, err := c.ReadBlob(e.Stdout)
+		out, err := c.ReadEntryBlob(e, e.Stdout)
 		if err == nil {
 			if _, err := o.Stdout.Write(out); err != nil {
 				return nil, err

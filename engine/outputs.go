@@ -50,25 +50,65 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 
 // collectOutputs returns the tree of the declared outputs of a phase that
 // just succeeded and, for a phase whose result is cached, their content
-// staged for the cache (committed by the caller, which may first let the
-// phase's dependents start). Symlinks must point inside the workspace.
-// beforeTemp is called before a staged output needs a temp file in the
-// cache.
-func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) ([]cache.OutputFile, []*cache.PendingBlob, error) {
-	var pend []*cache.PendingBlob
+// staged for the cache: small files inline, for the entry itself (see
+// cache.InlineMax), the others as blobs the caller commits (after it may
+// have let the phase's dependents start). Symlinks must point inside the
+// workspace. beforeTemp is called before a staged output needs a temp
+// file in the cache.
+func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) (*collected, error) {
 	var st *staging
 	if p.Cache {
-		st = &staging{pend: &pend, beforeTemp: beforeTemp}
+		st = &staging{beforeTemp: beforeTemp}
 	}
 	tree, missing, err := e.walkOutputs(p, st)
 	if err == nil && len(missing) > 0 {
 		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
 	}
 	if err != nil {
-		discardAll(pend)
-		return nil, nil, err
+		if st != nil {
+			discardAll(st.pend)
+		}
+		return nil, err
 	}
-	return tree, pend, nil
+	c := &collected{tree: tree}
+	if st != nil {
+		c.pend, c.inline = st.pend, st.inline
+	}
+	return c, nil
+}
+
+// collected is a succeeded phase's output tree and its content for the
+// cache.
+type collected struct {
+	tree   []cache.OutputFile
+	pend   []*cache.PendingBlob // blobs to commit to cas/
+	inline inlineBlobs          // blobs to store in the entry
+}
+
+// inlineBlobs gathers the blobs an entry stores inline, each once, up to
+// cache.InlineTotalMax bytes in all.
+type inlineBlobs struct {
+	blobs []cache.InlineBlob
+	bytes int
+}
+
+// add takes data (whose digest is d) inline if it is small enough and
+// fits in what is left, and reports whether the entry now holds d.
+func (in *inlineBlobs) add(d cache.Digest, data []byte) bool {
+	for _, b := range in.blobs {
+		if b.Digest == d {
+			return true
+		}
+	}
+	if len(data) > cache.InlineMax || in.bytes+len(data) > cache.InlineTotalMax {
+		return false
+	}
+	if data == nil {
+		data = []byte{} // "" in JSON, not null
+	}
+	in.blobs = append(in.blobs, cache.InlineBlob{Digest: d, Data: data})
+	in.bytes += len(data)
+	return true
 }
 
 // commitAll makes staged blobs durable, and drops the rest after a
@@ -97,7 +137,8 @@ func (e *Engine) workspaceOutputs(p *spec.Phase) ([]cache.OutputFile, []string, 
 
 // staging collects the outputs staged for the cache.
 type staging struct {
-	pend       *[]*cache.PendingBlob
+	pend       []*cache.PendingBlob
+	inline     inlineBlobs
 	beforeTemp func()
 }
 
@@ -173,8 +214,12 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		if store != nil {
 			var b *cache.PendingBlob
 			if b, err = e.cache.StageFile(abs, store.beforeTemp); err == nil {
-				*store.pend = append(*store.pend, b)
 				d, size = b.Digest, b.Size
+				if data, ok := b.Inline(); ok && store.inline.add(d, data) {
+					b.Discard()
+				} else {
+					store.pend = append(store.pend, b)
+				}
 			}
 		} else {
 			var dfi fs.FileInfo
@@ -253,7 +298,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 // through an os.Root on the workspace, so a symlink in the workspace (one
 // there before, or one swapped in while restoring) that leads outside it
 // makes the restore fail rather than write or delete outside.
-func (e *Engine) restoreOutput(o string, part []cache.OutputFile) error {
+func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache.InlineBlob) error {
 	root, err := os.OpenRoot(e.ws.Root)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
@@ -262,7 +307,7 @@ func (e *Engine) restoreOutput(o string, part []cache.OutputFile) error {
 	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
-	if err := e.cache.RestoreTree(root, part); err != nil {
+	if err := e.cache.RestoreTree(root, part, inline); err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
 	return nil

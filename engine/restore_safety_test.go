@@ -99,6 +99,13 @@ func TestPlantedEntryOutsideDeclaredOutputs(t *testing.T) {
 func TestPlantedEntryMissingOutput(t *testing.T) {
 	s, st, e := plantedSetup(t)
 	e.Outputs = nil
+	var logs []cache.InlineBlob // the inline logs stay; the output's blob goes
+	for _, b := range e.Inline {
+		if b.Digest == e.Stdout || b.Digest == e.Stderr {
+			logs = append(logs, b)
+		}
+	}
+	e.Inline = logs
 	replaceEntry(t, s.cache, e)
 	p := filepath.Join(s.dir, "out", "a.txt")
 	os.WriteFile(p, []byte("mine\n"), 0o644)

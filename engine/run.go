@@ -639,7 +639,7 @@ func (r *runner) process(ctx context.Context, addr string) bool {
 
 func (r *runner) restore(d *Decision) error {
 	for _, o := range d.restore {
-		if err := r.e.restoreOutput(o, treeOf(d.entry.Outputs, o)); err != nil {
+		if err := r.e.restoreOutput(o, treeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
 			return err
 		}
 	}

@@ -338,7 +338,7 @@ func Checkout(ws Workspace, c *cache.Dir, st *RunState) (*CheckoutResult, error)
 			if e.outputMatches(o, part) {
 				continue
 			}
-			if err := e.restoreOutput(o, part); err != nil {
+			if err := e.restoreOutput(o, part, entry.Inline); err != nil {
 				return res, fmt.Errorf("phase %s: %w", addr, err)
 			}
 			restored = true

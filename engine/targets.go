@@ -184,7 +184,7 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 			if d.entry != nil {
 				if restore {
 					for _, o := range d.restore {
-						if err := e.restoreOutput(o, treeOf(d.entry.Outputs, o)); err != nil {
+						if err := e.restoreOutput(o, treeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
 							return nil, err
 						}
 					}

@@ -129,7 +129,7 @@ func cachedLogReader(g *globals, s *spec.Spec) func(string, *engine.PhaseState) 
 			if d.IsZero() {
 				continue
 			}
-			if logs[i], err = c.ReadBlob(d); err != nil {
+			if logs[i], err = c.ReadEntryBlob(e, d); err != nil {
 				return nil, nil, err
 			}
 		}

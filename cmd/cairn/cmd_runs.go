@@ -555,7 +555,7 @@ func cachedLogs(g *globals, ps *engine.PhaseState, wantOut, wantErr bool, out io
 		if !d.want || d.d.IsZero() {
 			continue
 		}
-		b, err := c.ReadBlob(d.d)
+		b, err := c.ReadEntryBlob(e, d.d)
 		if err != nil {
 			return err
 		}
