@@ -162,6 +162,41 @@ func TestRemoteRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRemoteInlineEntry: an entry holding blobs inline travels whole;
+// only the blobs it does not hold go to and come from the remote.
+func TestRemoteInlineEntry(t *testing.T) {
+	r := newMemRemote()
+	a := openWith(t, Options{Remote: r})
+	e := sampleInlineEntry() // weights and stdout inline
+	for _, b := range [][]byte{nil, []byte("stderr")} {
+		if _, err := a.PutBytes(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.cas) != 2 {
+		t.Errorf("remote holds %d blobs, want the 2 not inline", len(r.cas))
+	}
+	for _, b := range [][]byte{[]byte("weights"), []byte("stdout")} {
+		if _, ok := r.cas[HashBytes(b)]; ok {
+			t.Errorf("inline blob %q was uploaded", b)
+		}
+	}
+	b := openWith(t, Options{Remote: r})
+	got, err := b.GetEntry(e.Key)
+	if err != nil {
+		t.Fatalf("second cache: %v", err)
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("entry from the remote (-want +got):\n%s", diff)
+	}
+	if out, err := b.ReadEntryBlob(got, got.Stdout); err != nil || string(out) != "stdout" {
+		t.Errorf("stdout from the remote's entry = %q, %v", out, err)
+	}
+}
+
 // TestRemoteBadBlobs: blobs served with wrong bytes never reach the local
 // cache, and the lookup is a miss.
 func TestRemoteBadBlobs(t *testing.T) {
