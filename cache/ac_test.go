@@ -83,6 +83,11 @@ func TestInlineEntryNeedsNoBlobs(t *testing.T) {
 	if b, err = c.ReadEntryBlob(got, got.Stderr); err != nil || string(b) != "stderr" {
 		t.Errorf("ReadEntryBlob(stderr) = %q, %v", b, err)
 	}
+	tampered := *got
+	tampered.Inline = []InlineBlob{got.Inline[0], {Digest: got.Stdout, Data: []byte("forged")}}
+	if b, err = c.ReadEntryBlob(&tampered, got.Stdout); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("ReadEntryBlob of tampered inline content = %q, %v; want ErrCorrupt", b, err)
+	}
 	rep, err := c.Verify(VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -378,10 +378,15 @@ func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
 }
 
 // ReadEntryBlob returns the content of blob d, which entry e references:
-// from e itself if it holds d inline (the entry's checksum and decoding
-// verified it), else from cas/ as [Dir.ReadBlob] does.
+// from e itself if it holds d inline, else from cas/ as [Dir.ReadBlob]
+// does. Either way the content is checked against d; inline content that
+// fails is an error wrapping ErrCorrupt (e was not read from the cache, or
+// was changed in memory).
 func (c *Dir) ReadEntryBlob(e *Entry, d Digest) ([]byte, error) {
 	if b, ok := e.InlineData(d); ok {
+		if got := HashBytes(b); got != d {
+			return nil, fmt.Errorf("inline blob %s of entry %s: %w: its content hashes to %s", d.Short(), e.Key.Short(), ErrCorrupt, got.Short())
+		}
 		return b, nil
 	}
 	return c.ReadBlob(d)

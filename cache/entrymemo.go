@@ -342,7 +342,7 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		if err := checkOutputs(e.Outputs); err != nil {
 			return nil, nil, fmt.Errorf("record %d: %w", i, err)
 		}
-		if err := checkInline(e); err != nil {
+		if err := checkInline(e, false); err != nil {
 			return nil, nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		me.e = e
