@@ -43,7 +43,7 @@ var (
 	workDir  = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
 	outDir   = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
 	toolList = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
-	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
+	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs), Lox and Lqox (Lo and Lqo on a loop-mounted XFS with reflinks; root and mkfs.xfs only) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
 	timeout  = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
 	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
@@ -89,6 +89,11 @@ type size struct {
 	// run, and restore is timed beside cp -r and cp -al of the same
 	// files.
 	copy bool
+	// xfs: the size's workspaces and caches live on an XFS filesystem
+	// with reflinks, in a file loop-mounted for the run (root only), so
+	// restore by reflink is measured beside cp -al on this machine even
+	// when its own disk (ext4 here) has no reflinks.
+	xfs bool
 }
 
 // result is one cell of a table.
@@ -155,6 +160,8 @@ func main() {
 		{name: "Lq", n: 10, f: 10, s: 8 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
 		{name: "Lo", n: 10, f: 10, s: 200 << 20, width: 10, copy: true, scens: []string{"cold", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "Lqo", n: 10, f: 10, s: 8 << 20, width: 10, copy: true, scens: []string{"cold", "restore"}, fastRuns: 5, slowRuns: 3},
+		{name: "Lox", n: 10, f: 10, s: 200 << 20, width: 10, copy: true, xfs: true, scens: []string{"cold", "restore"}, fastRuns: 10, slowRuns: 3},
+		{name: "Lqox", n: 10, f: 10, s: 8 << 20, width: 10, copy: true, xfs: true, scens: []string{"cold", "restore"}, fastRuns: 5, slowRuns: 3},
 	}
 	want := "S,M,L,Lo"
 	if *quick {
@@ -344,6 +351,15 @@ func printVersions(ts []*tool) {
 func runSize(sz size, gen string, ts []*tool) {
 	fmt.Printf("\n== size %s: %d phases, %d inputs of %s\n", sz.name, sz.n, sz.f, bytesStr(sz.s))
 	base := filepath.Join(*workDir, sz.name)
+	if sz.xfs {
+		unmount, err := mountXFS(base, 4*int64(sz.f)*sz.s+(1<<30))
+		if err != nil {
+			fmt.Printf("  skipped: %v\n", err)
+			all = append(all, &result{Size: sz.name, Scenario: "restore", Tool: "cairn", Failed: "not run: " + err.Error()})
+			return
+		}
+		defer unmount()
+	}
 	master := filepath.Join(base, "master")
 	genArgs := []string{"-n", strconv.Itoa(sz.n), "-f", strconv.Itoa(sz.f), "-s", strconv.FormatInt(sz.s, 10), "-width", strconv.Itoa(sz.width)}
 	if sz.copy {
@@ -422,6 +438,54 @@ func runSize(sz size, gen string, ts []*tool) {
 			}
 		}
 	}
+}
+
+// mountXFS makes base the mount point of a new XFS filesystem with
+// reflinks, in a sparse image file of the given size beside it, and
+// returns the function that unmounts it and removes the image. It needs
+// root and mkfs.xfs (Debian: xfsprogs).
+func mountXFS(base string, size int64) (func(), error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("a loop-mounted XFS needs root")
+	}
+	if _, err := exec.LookPath("mkfs.xfs"); err != nil {
+		return nil, errors.New("mkfs.xfs is missing (apt-get install xfsprogs)")
+	}
+	img := base + ".xfs.img"
+	exec.Command("umount", base).Run() // left mounted by an interrupted run
+	os.Remove(img)
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return nil, err
+	}
+	steps := [][]string{
+		{"truncate", "-s", strconv.FormatInt(size, 10), img},
+		{"mkfs.xfs", "-q", "-m", "reflink=1", img},
+		{"mount", "-o", "loop", img, base},
+	}
+	for _, st := range steps {
+		if out, err := exec.Command(st[0], st[1:]...).CombinedOutput(); err != nil {
+			os.Remove(img)
+			return nil, fmt.Errorf("%s: %v: %s", strings.Join(st, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	versions["xfs"] = firstLine(output("mkfs.xfs", "-V")) + " (loop-mounted file on " + fsType(filepath.Dir(base)) + ", for sizes Lox and Lqox)"
+	return func() {
+		if out, err := exec.Command("umount", base).CombinedOutput(); err != nil {
+			fmt.Printf("note: umount %s: %v: %s\n", base, err, out)
+			return
+		}
+		os.Remove(img)
+	}, nil
+}
+
+// fsType names the filesystem dir is on, as df -T says it.
+func fsType(dir string) string {
+	out, err := exec.Command("df", "--output=fstype", dir).Output()
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(out))
+	return f[len(f)-1]
 }
 
 // refTools are the reference rows of restoring large outputs: cp -r and cp
