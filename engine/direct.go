@@ -65,11 +65,21 @@ func directPlan(argv, env []string, dir string) (p pipeline, ok bool) {
 	}
 	for i := range p {
 		p[i].Prog, ok = lookPathEnv(p[i].Args[0], env, dir)
-		if !ok || len(p) > 1 && !kernelExecs(p[i].Prog) {
+		if !ok || selfPath(p[i].Prog) || len(p) > 1 && !kernelExecs(p[i].Prog) {
 			return nil, false
 		}
 	}
 	return p, true
+}
+
+// selfPath reports whether the absolute path p names a file through the
+// process opening it (/dev/stdout, /dev/fd/3, /proc/self/exe): opened by
+// cairn it would be cairn's, by sh the phase's. A symbolic link elsewhere
+// to such a file is not recognised.
+func selfPath(p string) bool {
+	p = filepath.Clean(p)
+	return strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/fd/") ||
+		p == "/dev/stdin" || p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/fd"
 }
 
 // parsePipeline splits line into the stages of a pipeline, or returns
@@ -279,7 +289,8 @@ func kernelExecs(p string) bool {
 // opened as sh opens them (mode 0666 less the umask), relative to dir.
 //
 // When a redirection's file cannot be opened (or is a FIFO, whose opening
-// would block cairn) or the first program cannot be started, start
+// would block cairn, or a selfPath) or the first program cannot be
+// started, start
 // returns nil and no error: nothing was started, and the line is sh's to
 // run, sh to report the problem. An error means a later stage could not
 // be started; the stages already started have been killed and reaped.
@@ -353,8 +364,11 @@ func openRedirect(dir string, r redirect) (*os.File, error) {
 	if !filepath.IsAbs(name) {
 		name = dir + "/" + name // not Join: "link/.." is the kernel's to resolve
 	}
+	if selfPath(name) {
+		return nil, errors.New("a file of the opening process")
+	}
 	if st, err := os.Stat(name); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
-		return nil, errors.New("a FIFO")
+		return nil, errors.New("a FIFO, whose opening would block")
 	}
 	flag := os.O_RDONLY
 	switch r.Op {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -200,6 +201,7 @@ func pipelineFixture(t *testing.T, dir string) {
 		"sub/c":   []byte("in a subdirectory\n"),
 		"script":  []byte("#!/bin/sh\necho script \"$@\"; echo to-stderr >&2\n"),
 		"plain":   []byte("echo plain script\n"),
+		"fifo":    nil, // made a FIFO below
 		"dir/.gk": nil,
 	} {
 		p := filepath.Join(dir, name)
@@ -214,6 +216,13 @@ func pipelineFixture(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := os.Remove(fifo); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // treeBytes returns every regular file under dir with its contents.
@@ -221,7 +230,7 @@ func treeBytes(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
+		if err != nil || !d.Type().IsRegular() { // the FIFO is not read
 			return err
 		}
 		b, err := os.ReadFile(p)
@@ -279,7 +288,11 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"tr a-z A-Z < a > a.upper",
 		"cat a > nodir/x | cat b", // cannot be opened: sh reports it
 		"cat nothing < missing | cat b",
-		"cat a | ./plain | cat", // a script sh runs itself
+		"cat < /dev/stdin | cat a",           // the job's stdin, not cairn's
+		"cat a > /dev/stderr | cat b",        // the job's stderr
+		"cat a 2>/dev/null >/dev/fd/2 | cat", // likewise
+		"cat a > fifo | cat < fifo",          // opening it would block cairn
+		"cat a | ./plain | cat",              // a script sh runs itself
 	}
 	viaSh := map[string]bool{"cat a | ./plain | cat": true} // directPlan refuses them
 	x := &LocalExecutor{}
@@ -375,53 +388,56 @@ func TestPipelineRunsWithoutSh(t *testing.T) {
 }
 
 // TestPipelineCancel: a pipeline ended by its context loses every stage,
-// and Run returns promptly.
+// all in one process group (a stage left out of it would keep Run
+// waiting for 30s and survive), and Run returns promptly.
 func TestPipelineCancel(t *testing.T) {
-	dir := t.TempDir()
-	mark := testMark(t)
-	defer killCensus(mark)
-	job := testJob(dir, mark, "sleep 30 | cat > out", nil, nil)
-	if _, ok := directPlan(job.Argv, job.Env, job.Dir); !ok {
-		t.Fatalf("%q goes to sh", job.Argv[2])
-	}
-	x := &LocalExecutor{Grace: 20 * time.Second}
-	defer x.Flush()
-	ctx, cancel := context.WithCancel(context.Background())
-	type result struct {
-		code int
-		err  error
-	}
-	res := make(chan result, 1)
-	go func() {
-		code, err := x.Run(ctx, job)
-		res <- result{code, err}
-	}()
-	// Both stages are running, children of this process.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		alive := census(mark)
-		if len(alive) == 2 {
-			break
+	for _, line := range []string{"sleep 30 | cat > out", "sleep 30 | sleep 31 | cat"} {
+		dir := t.TempDir()
+		mark := testMark(t)
+		defer killCensus(mark)
+		job := testJob(dir, mark, line, nil, nil)
+		p, ok := directPlan(job.Argv, job.Env, job.Dir)
+		if !ok {
+			t.Fatalf("%q goes to sh", line)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stages running: %q, want sleep and cat", alive)
+		x := &LocalExecutor{Grace: 20 * time.Second}
+		ctx, cancel := context.WithCancel(context.Background())
+		type result struct {
+			code int
+			err  error
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancelled := time.Now()
-	cancel()
-	select {
-	case r := <-res:
-		if r.code != -1 || !errors.Is(r.err, context.Canceled) {
-			t.Errorf("Run = %d, %v; want -1, context canceled", r.code, r.err)
+		res := make(chan result, 1)
+		go func() {
+			code, err := x.Run(ctx, job)
+			res <- result{code, err}
+		}()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			alive := census(mark)
+			if len(alive) == len(p) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%q: running %q, want its %d stages", line, alive, len(p))
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of the cancellation")
-	}
-	if d := time.Since(cancelled); d > 5*time.Second {
-		t.Errorf("Run returned %s after the cancellation (grace 20s): a stage outlived SIGTERM", d)
-	}
-	if alive := survivors(t, mark, 5*time.Second); len(alive) > 0 {
-		t.Errorf("survivors: %q", alive)
+		cancelled := time.Now()
+		cancel()
+		select {
+		case r := <-res:
+			if r.code != -1 || !errors.Is(r.err, context.Canceled) {
+				t.Errorf("%q: Run = %d, %v; want -1, context canceled", line, r.code, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%q: Run did not return within 10s of the cancellation", line)
+		}
+		if d := time.Since(cancelled); d > 5*time.Second {
+			t.Errorf("%q: Run returned %s after the cancellation (grace 20s): a stage outlived SIGTERM", line, d)
+		}
+		if alive := survivors(t, mark, 5*time.Second); len(alive) > 0 {
+			t.Errorf("%q: survivors: %q", line, alive)
+		}
+		x.Flush()
 	}
 }
