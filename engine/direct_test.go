@@ -288,11 +288,12 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"tr a-z A-Z < a > a.upper",
 		"cat a > nodir/x | cat b", // cannot be opened: sh reports it
 		"cat nothing < missing | cat b",
-		"cat < /dev/stdin | cat a",           // the job's stdin, not cairn's
-		"cat a > /dev/stderr | cat b",        // the job's stderr
-		"cat a 2>/dev/null >/dev/fd/2 | cat", // likewise
-		"cat a > fifo | cat < fifo",          // opening it would block cairn
-		"cat a | ./plain | cat",              // a script sh runs itself
+		"cat < /dev/stdin | cat a",                // the job's stdin, not cairn's
+		"cat a > /dev/stderr | cat b",             // the job's stderr
+		"cat a 2>/dev/null >/dev/fd/2 | cat",      // likewise
+		"cat < /proc/self/cmdline | tr '\\0' ' '", // sh's, not cairn's
+		"cat a > fifo | cat < fifo",               // opening it would block cairn
+		"cat a | ./plain | cat",                   // a script sh runs itself
 	}
 	viaSh := map[string]bool{"cat a | ./plain | cat": true} // directPlan refuses them
 	x := &LocalExecutor{}
