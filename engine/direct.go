@@ -268,18 +268,40 @@ func executable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
-// kernelExecs reports whether the file at p starts as the kernel's exec
-// wants: an ELF binary or a #! script. sh runs other files itself, as
-// scripts.
+// kernelExecs reports whether the kernel execs the file at p: an ELF
+// binary, or a script whose #! line names an ELF interpreter by its
+// absolute path. sh runs other files itself, as scripts, and reports a
+// missing interpreter in its own words.
 func kernelExecs(p string) bool {
-	f, err := os.Open(p)
-	if err != nil {
+	head := fileHead(p)
+	if isELF(head) {
+		return true
+	}
+	line, ok := bytes.CutPrefix(head, []byte("#!"))
+	if !ok {
 		return false
 	}
+	line, _, ok = bytes.Cut(line, []byte("\n"))
+	if !ok && len(head) == cap(head) {
+		return false // longer than the kernel reads
+	}
+	interp := strings.FieldsFunc(string(line), func(r rune) bool { return r == ' ' || r == '\t' })
+	return len(interp) > 0 && filepath.IsAbs(interp[0]) && isELF(fileHead(interp[0]))
+}
+
+func isELF(head []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }
+
+// fileHead returns the first bytes of the file at p, as many as the
+// kernel reads to decide how to exec it.
+func fileHead(p string) []byte {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
 	defer f.Close()
-	var b [4]byte
-	n, _ := io.ReadFull(f, b[:])
-	return n == 4 && string(b[:]) == "\x7fELF" || n >= 2 && string(b[:2]) == "#!"
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	return b[:n]
 }
 
 // start starts p's stages in one new process group, which the first

@@ -108,6 +108,13 @@ func TestDirectPlan(t *testing.T) {
 		{filepath.Join(bin, "plain"), "#!/bin/sh\n", 0o644},
 		{filepath.Join(bin, "noshebang"), "echo hi\n", 0o755},
 		{filepath.Join(bin, "short"), "#", 0o755},
+		{filepath.Join(bin, "env"), "#!/usr/bin/env sh\n", 0o755},
+		{filepath.Join(bin, "badinterp"), "#!/no/such/sh\n", 0o755},
+		{filepath.Join(bin, "crlf"), "#!/bin/sh\r\n", 0o755},
+		{filepath.Join(bin, "relinterp"), "#!sh\n", 0o755},
+		{filepath.Join(bin, "scriptinterp"), "#!" + filepath.Join(bin, "prog") + "\n", 0o755},
+		{filepath.Join(bin, "noline"), "#!/bin/sh", 0o755},
+		{filepath.Join(bin, "long"), "#!/bin/sh " + strings.Repeat("x", 300) + "\n", 0o755},
 		{filepath.Join(dir, "local"), "#!/bin/sh\n", 0o755},
 	} {
 		if err := os.WriteFile(f.path, []byte(f.text), f.mode); err != nil {
@@ -135,6 +142,13 @@ func TestDirectPlan(t *testing.T) {
 		{"noshebang | prog", nil},
 		{"prog | noshebang", nil},
 		{"prog | short", nil},
+		{"prog | env", []string{prog, filepath.Join(bin, "env")}},
+		{"prog | badinterp", nil}, // sh says it is not found
+		{"prog | crlf", nil},
+		{"prog | relinterp", nil},
+		{"prog | scriptinterp", nil},
+		{"prog | noline", []string{prog, filepath.Join(bin, "noline")}},
+		{"prog | long", nil},
 		{"missing arg", nil},
 		{"prog | missing", nil},
 		{"plain", nil}, // not executable: sh reports it
