@@ -329,7 +329,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 		if i > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, fmt.Errorf("start %s: pipe: %w", p[i].Args[0], err)
+				return nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
 			}
 			opened = append(opened, r, w)
 			fds[i-1][1], fds[i][0] = w, r
@@ -373,7 +373,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 			for _, c := range cmds {
 				_ = c.Wait()
 			}
-			return nil, fmt.Errorf("start %s: %w", st.Args[0], err)
+			return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", i+1, st.Args[0], err)
 		}
 		cmds = append(cmds, cmd)
 	}
