@@ -456,3 +456,40 @@ func TestPipelineCancel(t *testing.T) {
 		x.Flush()
 	}
 }
+
+// TestPipelineLaterStageFails: when a stage after the first cannot be
+// started (here a script held open for writing: ETXTBSY), it is too late
+// to hand the line to sh; Run reports the error, and the stages already
+// started are killed and reaped.
+func TestPipelineLaterStageFails(t *testing.T) {
+	dir := t.TempDir()
+	mark := testMark(t)
+	defer killCensus(mark)
+	busy := filepath.Join(dir, "busy")
+	f, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("#!/bin/sh\nexit 0\n"); err != nil {
+		t.Fatal(err)
+	}
+	var stderr lockedBuffer
+	job := testJob(dir, mark, "sleep 30 | ./busy", nil, &stderr)
+	if _, ok := directPlan(job.Argv, job.Env, job.Dir); !ok {
+		t.Fatalf("%q goes to sh", job.Argv[2])
+	}
+	x := &LocalExecutor{}
+	defer x.Flush()
+	began := time.Now()
+	code, err := x.Run(context.Background(), job)
+	if code != -1 || err == nil || !strings.Contains(err.Error(), "stage 2 (./busy)") || !errors.Is(err, syscall.ETXTBSY) {
+		t.Errorf("Run = %d, %v; want -1 and the error of stage 2 (./busy)", code, err)
+	}
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("Run took %s: the first stage was not killed", d)
+	}
+	if alive := survivors(t, mark, 5*time.Second); len(alive) > 0 {
+		t.Errorf("survivors: %q", alive)
+	}
+}
