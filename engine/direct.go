@@ -312,10 +312,10 @@ func fileHead(p string) []byte {
 //
 // When a redirection's file cannot be opened (or is a FIFO, whose opening
 // would block cairn, or a selfPath) or the first program cannot be
-// started, start
-// returns nil and no error: nothing was started, and the line is sh's to
-// run, sh to report the problem. An error means a later stage could not
-// be started; the stages already started have been killed and reaped.
+// started, start returns nil and no error: nothing was started, and the
+// line is sh's to run, sh to report the problem. An error means a later
+// stage could not be started; the stages already started have been
+// killed and reaped.
 func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, error) {
 	var opened []*os.File // cairn's copies, closed once the stages hold theirs
 	defer func() {
