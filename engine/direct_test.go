@@ -54,6 +54,7 @@ func TestParsePipeline(t *testing.T) {
 		{"a 2>&1 | b", pipeline{with(args("a"), dup(2, 1)), args("b")}},
 		{"<in a x | >o b y", pipeline{with(args("a", "x"), in(0, "in")), with(args("b", "y"), out(1, "o"))}},
 		{"a>x>y", pipeline{with(args("a"), out(1, "x"), out(1, "y"))}},
+		{"a >x2>y", pipeline{with(args("a"), out(1, "x2"), out(1, "y"))}},
 		{"head -c 10 < big | od -c", pipeline{with(args("head", "-c", "10"), in(0, "big")), args("od", "-c")}},
 		// A digit is a descriptor only alone and right before the operator.
 		{"a2>x", pipeline{with(args("a2"), out(1, "x"))}},
@@ -79,7 +80,7 @@ func TestParsePipeline(t *testing.T) {
 		"", "   ", "\t",
 		"prog; x", "prog && x", "prog || x", "prog |& x", "prog &", "prog & x",
 		"prog | | x", "| prog", "prog |", "prog||x",
-		"prog >", "prog > | x", "prog >>", "prog <", "prog 2>&", "prog 2>& | x", "prog > > x", "prog > 2>x",
+		"prog >", "prog > | x", "prog >>", "prog <", "prog 2>&", "prog 2>& | x", "prog > > x", "prog > 2>x", "prog 2>&1>x", // dash: a syntax error
 		"prog >&-", "prog >&3", "prog >&12", "prog >&file", "prog >&'1'", "prog <&0", "prog 2<&0",
 		"prog 3>x", "prog 9>x", "prog 12>x", "prog 3>&1", "prog 2>&1 3>x",
 		"prog >|x", "prog <>x", "prog <<EOF", "prog <<-EOF", "prog >''",
