@@ -1,51 +1,221 @@
 package engine
 
 import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
-// directArgv returns the program and arguments to run in place of argv
-// when argv is ["sh", "-c", line] and line is a plain command that sh
-// would run as one program with its words as arguments: then starting
-// the program itself saves a fork and an exec of the shell per phase, as
-// GNU make does for recipes without shell syntax. The program is looked
-// up as sh would look it up: in the PATH of the job's environment,
-// relative entries and paths with a slash from dir. ok is false whenever
-// the shell could do anything else with line (quoting, expansion,
-// redirection, operators, comments, assignments, builtins and keywords,
-// a program not found): the shell then runs it, as before.
-func directArgv(argv, env []string, dir string) (path string, args []string, ok bool) {
-	if len(argv) != 3 || argv[0] != "sh" || argv[1] != "-c" {
-		return "", nil, false
-	}
-	words, ok := plainWords(argv[2])
-	if !ok || shellWords[words[0]] || strings.ContainsRune(words[0], '=') {
-		return "", nil, false
-	}
-	path, ok = lookPathEnv(words[0], env, dir)
-	if !ok {
-		return "", nil, false
-	}
-	return path, words, true
+// A command line that sh would run as a pipeline of plain programs, each
+// with its words as arguments and a few redirections, cairn runs itself:
+// that saves a fork and an exec of the shell per phase, as GNU make does
+// for recipes without shell syntax. Anything else, and anything that
+// could go differently (a program not found, a file that cannot be
+// opened), is left to sh, which then runs the line as before.
+
+// A pipeline is a command line cairn runs without a shell: its stages run
+// at once, each one's standard output feeding the next one's input.
+type pipeline []stage
+
+// A stage is one program of a pipeline.
+type stage struct {
+	Args   []string   // Args[0] names the program, as written
+	Redirs []redirect // applied left to right, after the pipes, as sh does
+	Prog   string     // the program's file, found by directPlan
 }
 
-// plainWords splits line at blanks if it holds only characters that sh
-// gives no meaning to (letters, digits and -_./,:+@%=) and blanks.
-func plainWords(line string) ([]string, bool) {
+// A redirect points one of a stage's standard descriptors elsewhere.
+type redirect struct {
+	FD   int // 0, 1 or 2
+	Op   redirOp
+	Path string // the file of <, > and >>; relative to the job's directory
+	From int    // the descriptor that >& copies
+}
+
+type redirOp int
+
+const (
+	redirIn     redirOp = iota // FD< Path: read
+	redirOut                   // FD> Path: create or truncate
+	redirAppend                // FD>> Path: create or append
+	redirDup                   // FD>&From: a copy of descriptor From
+)
+
+// directPlan returns the pipeline to run in place of argv when argv is
+// ["sh", "-c", line] and line is one that parsePipeline accepts, with
+// every program found as sh would find it: in the PATH of the job's
+// environment, relative entries and paths with a slash from dir. In a
+// pipeline of several stages every program must also be one the kernel
+// runs (a binary or a #! script), since once a stage is started the line
+// can no longer go to sh; a single program the kernel refuses goes to sh
+// when starting it fails. ok is false whenever sh is to run the line.
+func directPlan(argv, env []string, dir string) (p pipeline, ok bool) {
+	if len(argv) != 3 || argv[0] != "sh" || argv[1] != "-c" {
+		return nil, false
+	}
+	p, ok = parsePipeline(argv[2])
+	if !ok {
+		return nil, false
+	}
+	for i := range p {
+		p[i].Prog, ok = lookPathEnv(p[i].Args[0], env, dir)
+		if !ok || selfPath(p[i].Prog) || len(p) > 1 && !kernelExecs(p[i].Prog) {
+			return nil, false
+		}
+	}
+	return p, true
+}
+
+// selfPath reports whether the absolute path p names a file through the
+// process opening it (/dev/stdout, /dev/fd/3, /proc/self/exe): opened by
+// cairn it would be cairn's, by sh the phase's. A symbolic link elsewhere
+// to such a file is not recognised.
+func selfPath(p string) bool {
+	p = filepath.Clean(p)
+	return strings.HasPrefix(p, "/proc/") || strings.HasPrefix(p, "/dev/fd/") ||
+		p == "/dev/stdin" || p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/fd"
+}
+
+// parsePipeline splits line into the stages of a pipeline, or returns
+// false when sh could do anything with line but run it as one. Words are
+// made of the characters that sh gives no meaning to (letters, digits and
+// -_./,:+@%=) and of single-quoted strings, and are separated by blanks;
+// stages are separated by |. The redirections are <, >, >> and >&, with
+// a file or, after >&, a descriptor 0, 1 or 2 as their word, blanks
+// between allowed; a single digit 0, 1 or 2 written right before the
+// operator names the descriptor redirected ("2>x"; in "2 >x" the 2 is an
+// argument, as in sh). A stage's first word must not be a shell builtin
+// or keyword or contain '=' (sh would take it as an assignment).
+// Everything else is refused: other characters (double quotes, $, `, \,
+// globs, ~, ;, &, (, ), {, }, #, newlines), other operators (<<, <>, <&,
+// >|, |&, ||), an empty stage, a stage of redirections alone and an
+// operator without its word.
+func parsePipeline(line string) (pipeline, bool) {
+	var (
+		p       pipeline
+		cur     stage
+		word    []byte
+		inWord  bool      // a word is being read (maybe empty: '')
+		quoted  bool      // and it holds a quoted part
+		pending *redirect // a redirection waiting for its word
+	)
+	endWord := func() bool {
+		if !inWord {
+			return true
+		}
+		w, q := string(word), quoted
+		word, inWord, quoted = word[:0], false, false
+		switch r := pending; {
+		case r == nil:
+			cur.Args = append(cur.Args, w)
+			return true
+		case r.Op == redirDup:
+			if q || len(w) != 1 || w[0] < '0' || w[0] > '2' {
+				return false // >&-, >&3, >&file...
+			}
+			r.From = int(w[0] - '0')
+		default:
+			if w == "" {
+				return false
+			}
+			r.Path = w
+		}
+		cur.Redirs = append(cur.Redirs, *pending)
+		pending = nil
+		return true
+	}
+	endStage := func() bool {
+		if !endWord() || pending != nil || len(cur.Args) == 0 {
+			return false
+		}
+		if name := cur.Args[0]; shellWords[name] || strings.ContainsRune(name, '=') {
+			return false
+		}
+		p = append(p, cur)
+		cur = stage{}
+		return true
+	}
 	for i := 0; i < len(line); i++ {
 		c := line[i]
 		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case plainByte(c):
+			word = append(word, c)
+			inWord = true
+		case c == '\'':
+			n := strings.IndexByte(line[i+1:], '\'')
+			if n < 0 {
+				return nil, false
+			}
+			word = append(word, line[i+1:i+1+n]...)
+			inWord, quoted = true, true
+			i += 1 + n
 		case c == ' ' || c == '\t':
-		case strings.IndexByte("-_./,:+@%=", c) >= 0:
+			if !endWord() {
+				return nil, false
+			}
+		case c == '|':
+			if !endStage() {
+				return nil, false
+			}
+		case c == '<' || c == '>':
+			r := redirect{FD: 0, Op: redirIn}
+			if c == '>' {
+				r.FD, r.Op = 1, redirOut
+			}
+			if inWord && !quoted && allDigits(word) {
+				if len(word) > 1 {
+					return nil, false // dash: an argument, bash: a descriptor
+				}
+				r.FD = int(word[0] - '0') // "2>x": the word is the descriptor
+				word, inWord = word[:0], false
+			}
+			if !endWord() || pending != nil || r.FD > 2 {
+				return nil, false
+			}
+			next := byte(0)
+			if i+1 < len(line) {
+				next = line[i+1]
+			}
+			switch {
+			case c == '>' && next == '>':
+				r.Op = redirAppend
+				i++
+			case c == '>' && next == '&':
+				r.Op = redirDup
+				i++
+			case next == '<' || next == '>' || next == '&' || next == '|':
+				return nil, false // <<, <>, <&, >|
+			}
+			pending = &r
 		default:
 			return nil, false
 		}
 	}
-	words := strings.Fields(line)
-	return words, len(words) > 0
+	if !endStage() {
+		return nil, false
+	}
+	return p, true
+}
+
+func allDigits(w []byte) bool {
+	for _, c := range w {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(w) > 0
+}
+
+// plainByte reports whether sh gives c no meaning in a word.
+func plainByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		strings.IndexByte("-_./,:+@%=", c) >= 0
 }
 
 // shellWords are the reserved words and builtins of POSIX sh and dash: a
@@ -96,4 +266,175 @@ func lookPathEnv(name string, env []string, dir string) (string, bool) {
 func executable(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// kernelExecs reports whether the kernel execs the file at p: an ELF
+// binary, or a script whose #! line names an ELF interpreter by its
+// absolute path. sh runs other files itself, as scripts, and reports a
+// missing interpreter in its own words.
+func kernelExecs(p string) bool {
+	head := fileHead(p)
+	if isELF(head) {
+		return true
+	}
+	line, ok := bytes.CutPrefix(head, []byte("#!"))
+	if !ok {
+		return false
+	}
+	line, _, ok = bytes.Cut(line, []byte("\n"))
+	if !ok && len(head) == cap(head) {
+		return false // longer than the kernel reads
+	}
+	interp := strings.FieldsFunc(string(line), func(r rune) bool { return r == ' ' || r == '\t' })
+	return len(interp) > 0 && filepath.IsAbs(interp[0]) && isELF(fileHead(interp[0]))
+}
+
+func isELF(head []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }
+
+// fileHead returns the first bytes of the file at p, as many as the
+// kernel reads to decide how to exec it.
+func fileHead(p string) []byte {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, 256)
+	n, _ := io.ReadFull(f, b)
+	return b[:n]
+}
+
+// start starts p's stages in one new process group, which the first
+// stage leads, each stage from startOnLockedThread: the pipes between
+// them first, then each stage's redirections, left to right. stdin,
+// stdout and stderr are the job's streams (nil: /dev/null). Files are
+// opened as sh opens them (mode 0666 less the umask), relative to dir.
+//
+// When a redirection's file cannot be opened (or is a FIFO, whose opening
+// would block cairn, or a selfPath) or the first program cannot be
+// started, start returns nil and no error: nothing was started, and the
+// line is sh's to run, sh to report the problem. An error means a later
+// stage could not be started; the stages already started have been
+// killed and reaped.
+func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, error) {
+	var opened []*os.File // cairn's copies, closed once the stages hold theirs
+	defer func() {
+		for _, f := range opened {
+			f.Close()
+		}
+	}()
+	fds := make([][3]*os.File, len(p))
+	for i := range p {
+		fds[i] = [3]*os.File{stdin, stdout, stderr}
+		if i > 0 {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
+			}
+			opened = append(opened, r, w)
+			fds[i-1][1], fds[i][0] = w, r
+		}
+	}
+	for i, st := range p {
+		for _, r := range st.Redirs {
+			if r.Op == redirDup {
+				fds[i][r.FD] = fds[i][r.From]
+				continue
+			}
+			f, err := openRedirect(dir, r)
+			if err != nil {
+				return nil, nil
+			}
+			opened = append(opened, f)
+			fds[i][r.FD] = f
+		}
+	}
+	cmds := make([]*exec.Cmd, 0, len(p))
+	for i, st := range p {
+		cmd := &exec.Cmd{Path: st.Prog, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
+		// An unset stream stays nil: os/exec then opens /dev/null.
+		if f := fds[i][0]; f != nil {
+			cmd.Stdin = f
+		}
+		if f := fds[i][1]; f != nil {
+			cmd.Stdout = f
+		}
+		if f := fds[i][2]; f != nil {
+			cmd.Stderr = f
+		}
+		if i > 0 {
+			cmd.SysProcAttr.Pgid = cmds[0].Process.Pid
+		}
+		if err := startOnLockedThread(cmd); err != nil {
+			if i == 0 {
+				return nil, nil
+			}
+			_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
+			for _, c := range cmds {
+				_ = c.Wait()
+			}
+			return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", i+1, st.Args[0], err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	return cmds, nil
+}
+
+// openRedirect opens the file of the redirection r as sh would.
+func openRedirect(dir string, r redirect) (*os.File, error) {
+	name := r.Path
+	if !filepath.IsAbs(name) {
+		name = dir + "/" + name // not Join: "link/.." is the kernel's to resolve
+	}
+	if selfPath(name) {
+		return nil, errors.New("a file of the opening process")
+	}
+	if st, err := os.Stat(name); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+		return nil, errors.New("a FIFO, whose opening would block")
+	}
+	flag := os.O_RDONLY
+	switch r.Op {
+	case redirOut:
+		flag = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	case redirAppend:
+		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	return os.OpenFile(name, flag, 0o666)
+}
+
+// signalReport returns what sh writes to its standard error after the
+// stages of a pipeline exited: for each stage killed by a signal other
+// than SIGINT and SIGPIPE, the signal's description on a line ("Killed",
+// "Segmentation fault (core dumped)"). sh writes them as it reaps the
+// stages; here they come in the stages' order.
+func signalReport(cmds []*exec.Cmd) []byte {
+	var b bytes.Buffer
+	for _, c := range cmds {
+		if c.ProcessState == nil {
+			continue
+		}
+		ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
+		if !ok || !ws.Signaled() || ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGPIPE {
+			continue
+		}
+		b.WriteString(signalDescription(ws.Signal()))
+		if ws.CoreDump() {
+			b.WriteString(" (core dumped)")
+		}
+		b.WriteByte('\n')
+	}
+	return b.Bytes()
+}
+
+// signalDescription is the C library's strsignal(sig) in the C locale,
+// which sh prints.
+func signalDescription(sig syscall.Signal) string {
+	switch {
+	case sig >= 34 && sig <= 64:
+		return fmt.Sprintf("Real-time signal %d", sig-34)
+	case sig > 31:
+		return fmt.Sprintf("Unknown signal %d", int(sig))
+	}
+	s := sig.String() // Go's table is glibc's, in lower case
+	return strings.ToUpper(s[:1]) + s[1:]
 }

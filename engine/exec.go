@@ -113,33 +113,34 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		return cmd
 	}
 	started := time.Now()
-	var cmd *exec.Cmd
-	if path, args, ok := directArgv(job.Argv, job.Env, job.Dir); ok {
-		cmd = newCmd(&exec.Cmd{Path: path, Args: args})
-		if err = startOnLockedThread(cmd); err != nil {
-			// Not an executable the kernel runs (a script without #!,
-			// which sh runs itself): let sh have it, as it would have.
-			cmd = nil
-		}
+	var cmds []*exec.Cmd // the pipeline's stages, or the one command
+	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
+		cmds, err = p.start(job.Dir, job.Env, devNull(), stdout, stderr)
 	}
-	if cmd == nil {
-		cmd = newCmd(command(job.Argv))
+	if cmds == nil && err == nil {
+		// Not a plain pipeline, or nothing of it started (a file that
+		// cannot be opened, a single program the kernel refuses, such
+		// as a script without #!, which sh runs itself): let sh have the
+		// line, as it would have.
+		cmd := newCmd(command(job.Argv))
 		err = startOnLockedThread(cmd)
+		cmds = []*exec.Cmd{cmd}
 	}
 	out.started()
 	if err != nil {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
-	pgid := cmd.Process.Pid
+	pgid := cmds[0].Process.Pid
 	done := make(chan struct{})
-	var killedByCtx atomic.Bool
+	var killedByCtx, signalled atomic.Bool
 	go func() {
 		select {
 		case <-done:
 			return
 		case <-ctx.Done():
 			killedByCtx.Store(true)
+			signalled.Store(true)
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		case <-x.Kill:
 		}
@@ -151,9 +152,13 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		case <-t.C:
 		case <-x.Kill:
 		}
+		signalled.Store(true)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
-	err = cmd.Wait()
+	// The exit status is the last stage's, once every stage has exited.
+	for _, c := range cmds {
+		err = c.Wait()
+	}
 	// Reap what the phase left behind: its process group, then whatever
 	// left the group but carries the job's marker.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -175,6 +180,13 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		out.abandon()
 		if w := job.Stderr; w != nil {
 			fmt.Fprintf(w, "\ncairn: output written more than %s after the command exited was dropped: a process outside its process group, without CAIRN_JOB in its environment, still held the output open\n", waitDelay)
+		}
+	}
+	// sh reports the stages of a pipeline killed by a signal, unless the
+	// signal was cairn's, which killed sh too.
+	if len(cmds) > 1 && !signalled.Load() && job.Stderr != nil {
+		if msg := signalReport(cmds); len(msg) > 0 {
+			_, _ = job.Stderr.Write(msg)
 		}
 	}
 	if killedByCtx.Load() {
