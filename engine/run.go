@@ -498,6 +498,11 @@ type phaseResult struct {
 	ok       bool
 	slotOnly bool
 	released bool
+	// yield: the phase gives its job slot back while it waits for its
+	// upstream phases to be over; regrant: it asks for a slot again and
+	// waits until the channel is closed.
+	yield   bool
+	regrant chan struct{}
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
@@ -511,10 +516,18 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	inflight := 0                 // phase goroutines not yet over
 	freed := map[string]bool{}    // phases that gave their slot back early
 	released := map[string]bool{} // phases whose dependents could start before they were over
+	var regrants []chan struct{}  // phases waiting for their slot back, first come first served
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	for {
 		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
+		// A phase that waited for its upstream phases gets its slot back
+		// before any new phase starts, also when nothing new may start.
+		for len(regrants) > 0 && running < jobs {
+			running++
+			close(regrants[0])
+			regrants = regrants[1:]
+		}
 		if open() {
 			queue = append(queue, plan.Ready()...)
 		}
@@ -549,6 +562,14 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
+			if pr.yield {
+				running--
+				continue
+			}
+			if pr.regrant != nil {
+				regrants = append(regrants, pr.regrant)
+				continue
+			}
 			if pr.released {
 				released[pr.addr] = true
 				plan.Done(pr.addr, true)
@@ -689,8 +710,30 @@ func (r *runner) over(addr string) {
 // awaitUpstreams waits until the released upstream phases of addr are
 // over, and returns the first of them that failed (storing its outputs
 // in the cache), or "".
+//
+// The phase holds a job slot; if it must wait, it gives the slot back
+// meanwhile (another phase's command may run) and asks for one again
+// after.
 func (r *runner) awaitUpstreams(addr string) string {
-	for _, u := range r.e.spec.Graph.Upstream(addr) {
+	ups := r.e.spec.Graph.Upstream(addr)
+	var pending []chan struct{}
+	r.mu.Lock()
+	for _, u := range ups {
+		if ch := r.storing[u]; ch != nil && !isClosed(ch) {
+			pending = append(pending, ch)
+		}
+	}
+	r.mu.Unlock()
+	if len(pending) > 0 {
+		r.results <- phaseResult{addr: addr, yield: true}
+		for _, ch := range pending {
+			<-ch
+		}
+		grant := make(chan struct{})
+		r.results <- phaseResult{addr: addr, regrant: grant}
+		<-grant
+	}
+	for _, u := range ups {
 		r.mu.Lock()
 		ch := r.storing[u]
 		r.mu.Unlock()
@@ -706,6 +749,16 @@ func (r *runner) awaitUpstreams(addr string) string {
 		}
 	}
 	return ""
+}
+
+// isClosed reports whether ch, which is only ever closed, is.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // finish records a phase that ended well.
