@@ -83,7 +83,12 @@ func LoadMemory(path string) *Memory {
 	if err != nil {
 		return m
 	}
-	entries, err := parseMemory(data)
+	// data is dropped here: the paths may share its memory.
+	r, err := binenc.OpenOwned(data, digestsHeader)
+	if err != nil {
+		return m
+	}
+	entries, err := readMemory(r)
 	if err != nil {
 		return m
 	}
@@ -100,6 +105,10 @@ func parseMemory(data []byte) (map[string]memEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return readMemory(r)
+}
+
+func readMemory(r *binenc.Reader) (map[string]memEntry, error) {
 	n := r.Len()
 	entries := make(map[string]memEntry, n)
 	for i := 0; i < n && r.OK(); i++ {
