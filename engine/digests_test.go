@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestStatPathMatchesOS(t *testing.T) {
 		}
 		rel, err := filepath.Rel(dir, p)
 		must(err)
-		viaDir, err := ws.statRel(rel, p)
+		viaDir, err := ws.statRel(rel)
 		must(err)
 		if viaDir != got {
 			t.Errorf("%s: statRel %+v, statPath %+v", rel, viaDir, got)
@@ -124,11 +125,16 @@ func TestStatPathMatchesOS(t *testing.T) {
 	sub := filepath.Join(dir, "sub")
 	must(os.Mkdir(sub, 0o755))
 	subWS := &Workspace{Root: sub, dir: &rootDir{}}
-	if got, err := subWS.statRel("../f", file); err != nil || got.size != 1 {
+	if got, err := subWS.statRel("../f"); err != nil || got.size != 1 {
 		t.Errorf("statRel(../f): %+v, %v", got, err)
 	}
-	if _, err := ws.statRel("missing", filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	_, err := ws.statRel("missing")
+	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("statRel of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	// Its error names the absolute path, as statPath's does.
+	if want := filepath.Join(dir, "missing"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("statRel of a missing file: %v, want an error naming %s", err, want)
 	}
 	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)

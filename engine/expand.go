@@ -25,8 +25,7 @@ func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fileStat) ([]string, error) {
 	var out []string
 	add := func(rel string) error {
-		abs := ws.Abs(rel)
-		st, err := ws.statRel(rel, abs)
+		st, err := ws.statRel(rel)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // dangling symlink or vanished file
@@ -42,6 +41,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			}
 			return nil
 		}
+		abs := ws.Abs(rel)
 		return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -111,7 +111,7 @@ func joinRel(rel, abs, p string) string {
 // directory the glob matches).
 func matchesPattern(pattern, rel string) bool {
 	if !hasMeta(pattern) {
-		return rel == pattern || strings.HasPrefix(rel, pattern+"/")
+		return isAtOrBelow(rel, pattern)
 	}
 	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		if ok, _ := doublestar.Match(pattern, p); ok {
@@ -119,6 +119,11 @@ func matchesPattern(pattern, rel string) bool {
 		}
 	}
 	return false
+}
+
+// isAtOrBelow reports whether the slash path rel is dir or lies below it.
+func isAtOrBelow(rel, dir string) bool {
+	return strings.HasPrefix(rel, dir) && (len(rel) == len(dir) || rel[len(dir)] == '/')
 }
 
 func sortedUnique(s []string) []string {

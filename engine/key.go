@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,10 +44,45 @@ func (e *MissingInputError) Error() string {
 // the executable bit of the mode counts, so teammates with different
 // umasks share keys.
 func fileValue(d cache.Digest, mode fs.FileMode) string {
+	// One allocation: a no-op run makes one of these per input.
+	var b [2 + 2*len(cache.Digest{})]byte
+	b[0], b[1] = '-', ':'
 	if mode&0o111 != 0 {
-		return "x:" + d.String()
+		b[0] = 'x'
 	}
-	return "-:" + d.String()
+	hex.Encode(b[2:], d[:])
+	return string(b[:])
+}
+
+// commandValue is how a command's argv enters a key: its JSON array, as
+// encoding/json writes it. Arguments of plain printable ASCII, which
+// json would write unchanged between quotes, are written directly.
+func commandValue(argv []string) string {
+	n := 2
+	for _, a := range argv {
+		for i := 0; i < len(a); i++ {
+			if c := a[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				b, _ := json.Marshal(argv)
+				return string(b)
+			}
+		}
+		n += len(a) + 3
+	}
+	if argv == nil {
+		return "null"
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, a := range argv {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, a...)
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	return string(b)
 }
 
 func outputValue(f cache.OutputFile) string {
@@ -60,11 +96,11 @@ func outputValue(f cache.OutputFile) string {
 // output trees are given by phase address. Input files are hashed through
 // the memory.
 func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]cache.Component, error) {
-	argv, _ := json.Marshal(p.Command)
-	comps := []cache.Component{
-		{Kind: kindCommand, Value: string(argv)},
-		{Kind: kindWorkdir, Value: p.Workdir},
-	}
+	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+len(p.EnvRead)+len(p.Outputs)+2*len(p.Inputs)+2*len(p.Upstream)+4)
+	comps = append(comps,
+		cache.Component{Kind: kindCommand, Value: commandValue(p.Command)},
+		cache.Component{Kind: kindWorkdir, Value: p.Workdir},
+	)
 	for k, v := range p.Env {
 		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
 	}
@@ -105,7 +141,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 				continue
 			}
 			for _, want := range paths {
-				if f.Path == want || strings.HasPrefix(f.Path, want+"/") {
+				if isAtOrBelow(f.Path, want) {
 					reads[f.Path] = f
 				}
 			}
@@ -118,7 +154,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 			return true
 		}
 		for _, o := range own {
-			if rel == o || strings.HasPrefix(rel, o+"/") {
+			if isAtOrBelow(rel, o) {
 				return true
 			}
 		}
@@ -126,7 +162,7 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 		return isUp
 	}
 	var inputs []string
-	stats := map[string]fileStat{}
+	stats := make(map[string]fileStat, len(p.Inputs))
 	for _, pattern := range p.Inputs {
 		found, err := expandPattern(&e.ws, pattern, skip, stats)
 		if err != nil {
@@ -162,12 +198,11 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
 	}
 	e.redactSensitive(comps)
-	sort.Slice(comps, func(i, j int) bool {
-		a, b := comps[i], comps[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
+	slices.SortFunc(comps, func(a, b cache.Component) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	return comps, nil
 }
