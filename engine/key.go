@@ -96,6 +96,25 @@ func outputValue(f cache.OutputFile) string {
 // output trees are given by phase address. Input files are hashed through
 // the memory.
 func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]cache.Component, error) {
+	g, err := e.gather(p, up)
+	if err != nil {
+		return nil, err
+	}
+	return e.finishComponents(p, g)
+}
+
+// gathered is what a phase's key is computed from, before any input file
+// is hashed: every component but the input files', unredacted, and the
+// input files (workspace paths, sorted) with the stat expansion took.
+type gathered struct {
+	comps  []cache.Component
+	inputs []string
+	stats  map[string]fileStat
+}
+
+// gather expands p's inputs and builds every component but the input
+// files'.
+func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
 	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+len(p.EnvRead)+len(p.Outputs)+2*len(p.Inputs)+2*len(p.Upstream)+4)
 	comps = append(comps,
 		cache.Component{Kind: kindCommand, Value: commandValue(p.Command)},
@@ -180,15 +199,6 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 		}
 		inputs = append(inputs, found...)
 	}
-	inputs = sortedUnique(inputs)
-	digests := make([]cache.Digest, len(inputs))
-	modes := make([]fs.FileMode, len(inputs))
-	if err := e.hashFiles(inputs, stats, digests, modes); err != nil {
-		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
-	}
-	for i, rel := range inputs {
-		comps = append(comps, cache.Component{Kind: kindInput, Name: rel, Value: fileValue(digests[i], modes[i])})
-	}
 	readPaths := make([]string, 0, len(reads))
 	for path := range reads {
 		readPaths = append(readPaths, path)
@@ -196,6 +206,21 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	sort.Strings(readPaths)
 	for _, path := range readPaths {
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
+	}
+	return &gathered{comps: comps, inputs: sortedUnique(inputs), stats: stats}, nil
+}
+
+// finishComponents hashes the input files of g (through the memory) and
+// returns all of p's components, redacted and sorted. g.comps is reused.
+func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
+	digests := make([]cache.Digest, len(g.inputs))
+	modes := make([]fs.FileMode, len(g.inputs))
+	if err := e.hashFiles(g.inputs, g.stats, digests, modes); err != nil {
+		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
+	}
+	comps := slices.Grow(g.comps, len(g.inputs))
+	for i, rel := range g.inputs {
+		comps = append(comps, cache.Component{Kind: kindInput, Name: rel, Value: fileValue(digests[i], modes[i])})
 	}
 	e.redactSensitive(comps)
 	slices.SortFunc(comps, func(a, b cache.Component) int {

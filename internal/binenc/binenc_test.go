@@ -32,8 +32,6 @@ func write(rec record) []byte {
 // openers are Open and OpenOwned, which must read alike.
 var openers = map[string]func([]byte, string) (*Reader, error){"Open": Open, "OpenOwned": OpenOwned}
 
-func read(b []byte) (record, error) { return readWith(Open, b) }
-
 func readWith(open func([]byte, string) (*Reader, error), b []byte) (record, error) {
 	var rec record
 	r, err := open(b, "test 1\n")
