@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -124,15 +123,4 @@ func matchesPattern(pattern, rel string) bool {
 // isAtOrBelow reports whether the slash path rel is dir or lies below it.
 func isAtOrBelow(rel, dir string) bool {
 	return strings.HasPrefix(rel, dir) && (len(rel) == len(dir) || rel[len(dir)] == '/')
-}
-
-func sortedUnique(s []string) []string {
-	sort.Strings(s)
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
 }

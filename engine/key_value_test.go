@@ -3,7 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
 )
@@ -17,6 +21,7 @@ func TestCommandValueIsJSON(t *testing.T) {
 		{""},
 		{"sh", "-c", "cat in/a in/b | sha256sum > out/x"},
 		{"python", "train.py", "--lr=0.01", "a b", "~!@#$%^*()_+=-`{}|[]:;',./?"},
+		{"sh", "-c", `cat in/a | sha256sum > out/x && echo "<done>" 2>&1 \ x`},
 		{`say "hi"`, `back\slash`, "tab\there", "nl\n", "<html>", "a&b", "del\x7f", "é", "\u2028", "bad\xff"},
 	} {
 		want, err := json.Marshal(argv)
@@ -77,5 +82,60 @@ func TestIsAtOrBelow(t *testing.T) {
 		if got := isAtOrBelow(tc.rel, tc.dir); got != tc.want {
 			t.Errorf("isAtOrBelow(%q, %q) = %v, want %v", tc.rel, tc.dir, got, tc.want)
 		}
+	}
+}
+
+// TestComponentsInputKinds: every kind of input pattern gives the input
+// components it names: a directory (walked, symlinks to files followed,
+// to directories not), a glob, a plain
+// file named twice, a glob matching nothing.
+func TestComponentsInputKinds(t *testing.T) {
+	s := newSetup(t, map[string]string{
+		"experiment.hcl": `
+phase "p" {
+  command = "true"
+  inputs  = ["data", "*.cfg", "z.txt", "z.txt", "nothing*"]
+  outputs = ["o.txt"]
+}
+`,
+		"data/a.txt":     "a",
+		"data/sub/b.txt": "b",
+		"data/c.txt":     "c",
+		"x.cfg":          "x",
+		"y.cfg":          "y",
+		"z.txt":          "z",
+	})
+	if err := os.Symlink("a.txt", filepath.Join(s.dir, "data/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(s.dir, "data/dirlink")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(s.dir, "y.cfg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := s.engine(t)
+	comps, err := e.components(e.spec.Phase("p"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range comps {
+		if c.Kind == kindInput {
+			got = append(got, c.Name+" "+c.Value)
+		}
+	}
+	v := func(content string) string { return "-:" + cache.HashBytes([]byte(content)).String() }
+	want := []string{
+		"data/a.txt " + v("a"),
+		"data/c.txt " + v("c"),
+		"data/link " + v("a"),
+		"data/sub/b.txt " + v("b"),
+		"x.cfg " + v("x"),
+		"y.cfg x:" + cache.HashBytes([]byte("y")).String(),
+		"z.txt " + v("z"),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("input components (-want +got):\n%s", diff)
 	}
 }

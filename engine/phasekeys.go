@@ -184,9 +184,6 @@ var exeID = sync.OnceValue(func() string {
 // input has no stat (files found by walking a directory are not stat'ed
 // before they are hashed): such a phase always takes the full path.
 func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
-	if len(g.stats) < len(g.inputs) {
-		return fp, false
-	}
 	b := make([]byte, 0, 1024)
 	b = append(b, "cairn phase fingerprint 1\n"...)
 	b = binary.AppendUvarint(b, uint64(len(e.spec.SensitiveValues)))
@@ -196,18 +193,17 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 	enc := cache.EncodeComponents(g.comps)
 	b = binary.AppendUvarint(b, uint64(len(enc)))
 	b = append(b, enc...)
-	b = binary.AppendUvarint(b, uint64(len(g.inputs)))
-	for _, rel := range g.inputs {
-		st, ok := g.stats[rel]
-		if !ok {
+	b = binary.AppendUvarint(b, uint64(len(g.files)))
+	for _, f := range g.files {
+		if !f.stated {
 			return fp, false
 		}
-		b = appendStr(b, rel)
-		b = binary.AppendVarint(b, st.size)
-		b = binary.AppendVarint(b, st.mtime)
-		b = binary.AppendVarint(b, st.ctime)
-		b = binary.AppendUvarint(b, st.ino)
-		b = binary.AppendUvarint(b, uint64(st.mode))
+		b = appendStr(b, f.rel)
+		b = binary.AppendVarint(b, f.st.size)
+		b = binary.AppendVarint(b, f.st.mtime)
+		b = binary.AppendVarint(b, f.st.ctime)
+		b = binary.AppendUvarint(b, f.st.ino)
+		b = binary.AppendUvarint(b, uint64(f.st.mode))
 	}
 	return sha256.Sum256(b), true
 }
@@ -221,9 +217,8 @@ func appendStr(b []byte, s string) []byte {
 // began (the racy rule): no edit made after began can have left an input
 // with the stat g holds.
 func (g *gathered) calm(began int64) bool {
-	for _, rel := range g.inputs {
-		st, ok := g.stats[rel]
-		if !ok || st.mtime >= began-racySlack(st.mtime) {
+	for _, f := range g.files {
+		if !f.stated || f.st.mtime >= began-racySlack(f.st.mtime) {
 			return false
 		}
 	}
