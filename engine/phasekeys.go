@@ -59,7 +59,7 @@ func loadPhaseKeys(path string) *phaseKeys {
 		return pk
 	}
 	if entries, err := readPhaseKeys(r, exeID()); err == nil {
-		pk.entries = entries
+		pk.entries, pk.used = entries, make(map[string]bool, len(entries))
 	}
 	return pk
 }
