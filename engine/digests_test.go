@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
 )
 
 func TestMemorySkipsUnchangedFiles(t *testing.T) {
@@ -78,8 +81,8 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	good := encodeMemory(map[string]memEntry{"f": {size: 1, mtime: 2}})
 	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-33]) + "\x05" + string(good[len(good)-32:])} {
 		os.WriteFile(p, []byte(data), 0o644)
-		if m := LoadMemory(p); len(m.entries) != 0 {
-			t.Errorf("%q: %d entries, want 0", data, len(m.entries))
+		if m := LoadMemory(p); len(m.entries)+len(m.file.recs) != 0 {
+			t.Errorf("%q: %d entries, want 0", data, len(m.entries)+len(m.file.recs))
 		}
 	}
 }
@@ -138,5 +141,80 @@ func TestStatPathMatchesOS(t *testing.T) {
 	}
 	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestMemoryFileInPlace: entries of a loaded file are found in place,
+// paths between or beyond them are not, what the process records wins,
+// and Save writes both back. A file out of order is empty.
+func TestMemoryFileInPlace(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "digests")
+	old := time.Now().Add(-time.Hour).UnixNano()
+	entry := func(content string) memEntry {
+		return memEntry{digest: cache.HashBytes([]byte(content)), size: int64(len(content)), mtime: old, ctime: old, ino: 7, mode: 0o644, recorded: old + int64(time.Minute)}
+	}
+	in := map[string]memEntry{"a": entry("a"), "b/c": entry("bc"), "b/d": entry("bd"), "z": entry("z")}
+	if err := os.WriteFile(p, encodeMemory(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := LoadMemory(p)
+	stat := func(e memEntry) fileStat {
+		return fileStat{size: e.size, mtime: e.mtime, ctime: e.ctime, ino: e.ino, mode: fs.FileMode(e.mode)}
+	}
+	for path, e := range in {
+		if d, ok := m.Lookup(path, stat(e)); !ok || d != e.digest {
+			t.Errorf("Lookup(%s) = %v, %v; want its digest", path, d, ok)
+		}
+	}
+	for _, path := range []string{"", "0", "b", "b/cc", "y", "zz"} {
+		if _, ok := m.Lookup(path, stat(in["a"])); ok {
+			t.Errorf("Lookup(%q) found an entry", path)
+		}
+	}
+	newer := entry("BC")
+	m.Record("b/c", stat(newer), newer.digest, time.Unix(0, newer.recorded))
+	m.Record("n", stat(newer), newer.digest, time.Unix(0, newer.recorded))
+	if d, ok := m.Lookup("b/c", stat(newer)); !ok || d != newer.digest {
+		t.Errorf("recorded entry not preferred over the file's")
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]memEntry{}
+	for k, e := range in {
+		want[k] = e
+	}
+	want["b/c"], want["n"] = newer, newer
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseMemory(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memEntry{})); diff != "" {
+		t.Errorf("saved memory (-want +got):\n%s", diff)
+	}
+
+	// Records out of order (a checksummed file no cairn writes).
+	w := binenc.NewWriter(digestsHeader, 0)
+	w.Len(2)
+	for _, path := range []string{"b", "a"} {
+		e := in["a"]
+		w.Str(path)
+		w.Fixed(e.digest[:])
+		w.Int(e.size)
+		w.Int(e.mtime)
+		w.Int(e.ctime)
+		w.Uint(e.ino)
+		w.Uint(uint64(e.mode))
+		w.Int(e.recorded)
+	}
+	if err := os.WriteFile(p, w.Finish(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m := LoadMemory(p); len(m.file.recs) != 0 {
+		t.Errorf("a file out of order was loaded")
 	}
 }

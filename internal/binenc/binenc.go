@@ -121,6 +121,10 @@ func frame(b []byte, header string) ([]byte, error) {
 // Writer.Str) read earlier.
 func NewReader(s string) *Reader { return &Reader{s: s} }
 
+// Rest returns what is left to read: a caller that keeps records in
+// place slices them out of successive Rests.
+func (r *Reader) Rest() string { return r.s }
+
 // OK reports that nothing has gone wrong so far.
 func (r *Reader) OK() bool { return r.err == nil }
 

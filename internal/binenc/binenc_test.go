@@ -75,7 +75,11 @@ func TestNested(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := r.Rest()
 	nested := NewReader(r.Str())
+	if got := before[:len(before)-len(r.Rest())]; got != string(w.B[len("test 1\n"):len("test 1\n")+1+len(inner.B)]) {
+		t.Errorf("Rest did not advance over the record: %q", got)
+	}
 	if u := r.Uint(); u != 3 || r.Err() != nil {
 		t.Fatalf("outer record: %d, %v", u, r.Err())
 	}
