@@ -99,6 +99,11 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 		m = LoadMemories(s.Dir)
 	}
 	e.mem, e.lastKeys, e.phaseKeys, e.entries = m.digests, m.keys, m.phaseKeys, m.entries
+	if os.Getenv("CAIRN_DEBUG_KEY") == "1" {
+		// Every key is computed, so that each is written out
+		// (cache.ComputeKey).
+		e.phaseKeys = nil
+	}
 	if c != nil {
 		c.UseEntryMemo(e.entries)
 	}

@@ -252,3 +252,15 @@ func FuzzPhaseKeys(f *testing.F) {
 		}
 	})
 }
+
+// TestPhaseKeysDebugKey: with CAIRN_DEBUG_KEY=1 every key is computed
+// (and so written out), none taken from the memory.
+func TestPhaseKeysDebugKey(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{})
+	t.Setenv("CAIRN_DEBUG_KEY", "1")
+	if e := s.engine(t); e.phaseKeys != nil {
+		t.Errorf("phase-key memory used with CAIRN_DEBUG_KEY=1")
+	}
+}
