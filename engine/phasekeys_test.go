@@ -15,6 +15,13 @@ import (
 	"github.com/cairn-run/cairn/internal/binenc"
 )
 
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // calmFiles sets the mtime of the workspace files names an hour back, so
 // that what a run records of them is not racy.
 func calmFiles(t *testing.T, dir string, names ...string) {
@@ -95,22 +102,23 @@ func TestPhaseKeysSeeChanges(t *testing.T) {
 	}{
 		{"same-size edit, mtime put back", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "tool.sh")
-			fi, _ := os.Stat(p)
-			os.WriteFile(p, []byte("T\n"), 0o644)
-			os.Chtimes(p, fi.ModTime(), fi.ModTime())
+			fi, err := os.Stat(p)
+			must(t, err)
+			must(t, os.WriteFile(p, []byte("T\n"), 0o644))
+			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
 		}, []string{"b"}},
 		{"new file matching a glob", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "y.cfg"), []byte("y\n"), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "y.cfg"), []byte("y\n"), 0o644))
 			calmFiles(t, dir, "y.cfg")
 		}, []string{"b"}},
 		{"executable bit", func(t *testing.T, dir string) {
-			os.Chmod(filepath.Join(dir, "tool.sh"), 0o755)
+			must(t, os.Chmod(filepath.Join(dir, "tool.sh"), 0o755))
 		}, []string{"b"}},
 		{"command", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "experiment.hcl"), []byte(strings.Replace(phaseKeysSpec, "b.txt\"\n", "b.txt \"\n", 1)), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "experiment.hcl"), []byte(strings.Replace(phaseKeysSpec, "b.txt\"\n", "b.txt \"\n", 1)), 0o644))
 		}, []string{"b"}},
 		{"upstream output", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "in.txt"), []byte("other\n"), 0o644)
+			must(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("other\n"), 0o644))
 			calmFiles(t, dir, "in.txt")
 		}, []string{"a", "b"}},
 	} {
