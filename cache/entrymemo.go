@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 3\n"
+const entryMemoHeader = "cairn-entry-memo 4\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -57,10 +57,14 @@ type memoBlob struct {
 	recorded int64 // ns: when its hashing began
 }
 
+// A memoEntry's entry is decoded from its record (raw) the first time it
+// is looked up: a memo holds up to three times the entries a run uses, and
+// decoding them all up front was a fifth of a no-op run's start.
 type memoEntry struct {
 	stamp    entryStamp
 	recorded int64 // ns: when the entry was read and verified
 	e        *Entry
+	raw      string // the encoded entry, while e is nil
 }
 
 // entryStamp is what the memo compares of an entry file.
@@ -77,7 +81,8 @@ func LoadEntryMemo(path string) *EntryMemo {
 	if err != nil {
 		return m
 	}
-	if entries, blobs, err := decodeEntryMemo(b); err == nil {
+	// b is dropped here, so the memo's records may share its memory.
+	if entries, blobs, err := decodeEntryMemoOwned(b); err == nil {
 		m.entries, m.blobs = entries, blobs
 	}
 	return m
@@ -141,6 +146,19 @@ func (m *EntryMemo) lookup(key ActionID, path string) *Entry {
 	if !ok || me.stamp != st || st.ctime >= me.recorded-int64(entryMemoSlack) {
 		return nil
 	}
+	if me.e == nil {
+		e, err := decodeMemoRecord(key, me.raw)
+		if err != nil {
+			return nil // read in full, and recorded again
+		}
+		m.mu.Lock()
+		if cur, ok := m.entries[key]; ok && cur.e == nil && cur.raw == me.raw {
+			cur.e, cur.raw = e, ""
+			m.entries[key] = cur
+		}
+		m.mu.Unlock()
+		me.e = e
+	}
 	m.hits.Add(1)
 	return cloneEntry(me.e)
 }
@@ -197,8 +215,11 @@ func (m *EntryMemo) Save() error {
 	return nil
 }
 
-// The file is the header, then one record per entry (key order), then the
-// SHA-256 of everything before it (package binenc).
+// The file is the header, then one record per entry (key order): the key,
+// the stamp, and the encoded entry as one string, so that loading the memo
+// only indexes records and an entry is decoded when first looked up; then
+// the raw blobs with their stamps, then the SHA-256 of everything before
+// it (package binenc).
 
 func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) []byte {
 	keys := make([]ActionID, 0, len(entries))
@@ -208,44 +229,19 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
 	w := binenc.NewWriter(entryMemoHeader, len(keys)*512)
 	w.Len(len(keys))
+	rec := binenc.NewWriter("", 2048)
 	for _, k := range keys {
 		me := entries[k]
-		e := me.e
 		w.Fixed(k[:])
 		writeStamp(w, me.stamp, me.recorded)
-		w.Int(int64(e.Format))
-		w.Str(e.Phase)
-		w.Len(len(e.Components))
-		for _, c := range e.Components {
-			w.Str(c.Kind)
-			w.Str(c.Name)
-			w.Str(c.Value)
+		if me.e == nil {
+			w.Str(me.raw)
+			continue
 		}
-		w.Len(len(e.Outputs))
-		for _, o := range e.Outputs {
-			w.Str(o.Path)
-			w.Str(o.Type)
-			w.Uint(uint64(o.Mode))
-			w.Fixed(o.Digest[:])
-			w.Int(o.Size)
-			w.Str(o.Target)
-		}
-		w.Int(int64(e.ExitCode))
-		w.Fixed(e.Stdout[:])
-		w.Fixed(e.Stderr[:])
-		w.Float(e.Cost)
-		w.Int(e.Iterations)
-		w.Str(string(e.Metrics))
-		w.Int(e.DurationMS)
-		created, _ := e.Created.MarshalBinary()
-		w.Str(string(created))
-		w.Str(e.Host)
-		w.Str(e.User)
-		w.Len(len(e.Inline))
-		for _, b := range e.Inline {
-			w.Fixed(b.Digest[:])
-			w.Str(string(b.Data))
-		}
+		rec.B = rec.B[:0]
+		encodeMemoRecord(rec, me.e)
+		w.Len(len(rec.B))
+		w.Fixed(rec.B)
 	}
 	digests := make([]Digest, 0, len(blobs))
 	for d := range blobs {
@@ -259,6 +255,43 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 		writeStamp(w, mb.stamp, mb.recorded)
 	}
 	return w.Finish()
+}
+
+// encodeMemoRecord writes entry e (its key is the record's).
+func encodeMemoRecord(w *binenc.Writer, e *Entry) {
+	w.Int(int64(e.Format))
+	w.Str(e.Phase)
+	w.Len(len(e.Components))
+	for _, c := range e.Components {
+		w.Str(c.Kind)
+		w.Str(c.Name)
+		w.Str(c.Value)
+	}
+	w.Len(len(e.Outputs))
+	for _, o := range e.Outputs {
+		w.Str(o.Path)
+		w.Str(o.Type)
+		w.Uint(uint64(o.Mode))
+		w.Fixed(o.Digest[:])
+		w.Int(o.Size)
+		w.Str(o.Target)
+	}
+	w.Int(int64(e.ExitCode))
+	w.Fixed(e.Stdout[:])
+	w.Fixed(e.Stderr[:])
+	w.Float(e.Cost)
+	w.Int(e.Iterations)
+	w.Str(string(e.Metrics))
+	w.Int(e.DurationMS)
+	created, _ := e.Created.MarshalBinary()
+	w.Str(string(created))
+	w.Str(e.Host)
+	w.Str(e.User)
+	w.Len(len(e.Inline))
+	for _, b := range e.Inline {
+		w.Fixed(b.Digest[:])
+		w.Str(string(b.Data))
+	}
 }
 
 func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
@@ -275,11 +308,27 @@ func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
 	return st, r.Int()
 }
 
+// decodeEntryMemo indexes the records of memo file b (a copy of it);
+// their entries stay encoded until decodeMemoRecord.
 func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	r, err := binenc.Open(b, entryMemoHeader)
 	if err != nil {
 		return nil, nil, err
 	}
+	return decodeEntryIndex(r)
+}
+
+// decodeEntryMemoOwned is decodeEntryMemo without the copy: the records
+// share b's memory, which the caller must never change again.
+func decodeEntryMemoOwned(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
+	r, err := binenc.OpenOwned(b, entryMemoHeader)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeEntryIndex(r)
+}
+
+func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	n := r.Len()
 	out := make(map[ActionID]memoEntry, n)
 	for i := 0; i < n && r.OK(); i++ {
@@ -287,66 +336,10 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		r.Fixed(k[:])
 		var me memoEntry
 		me.stamp, me.recorded = readStamp(r)
-		e := &Entry{Key: k}
-		e.Format = int(r.Int())
-		e.Phase = r.Str()
-		if nc := r.Len(); nc > 0 {
-			e.Components = make([]Component, nc)
-			for j := range e.Components {
-				e.Components[j] = Component{Kind: r.Str(), Name: r.Str(), Value: r.Str()}
-			}
+		me.raw = r.Str()
+		if r.OK() {
+			out[k] = me
 		}
-		if no := r.Len(); no > 0 {
-			e.Outputs = make([]OutputFile, no)
-			for j := range e.Outputs {
-				o := &e.Outputs[j]
-				o.Path, o.Type = r.Str(), r.Str()
-				o.Mode = uint32(r.Uint())
-				r.Fixed(o.Digest[:])
-				o.Size = r.Int()
-				o.Target = r.Str()
-			}
-		}
-		e.ExitCode = int(r.Int())
-		r.Fixed(e.Stdout[:])
-		r.Fixed(e.Stderr[:])
-		e.Cost = r.Float()
-		e.Iterations = r.Int()
-		if m := r.Str(); m != "" {
-			e.Metrics = []byte(m)
-		}
-		e.DurationMS = r.Int()
-		created := r.Str()
-		e.Host = r.Str()
-		e.User = r.Str()
-		if ni := r.Len(); ni > 0 {
-			e.Inline = make([]InlineBlob, ni)
-			for j := range e.Inline {
-				b := &e.Inline[j]
-				r.Fixed(b.Digest[:])
-				b.Data = []byte(r.Str())
-			}
-		}
-		if !r.OK() {
-			break
-		}
-		if err := e.Created.UnmarshalBinary([]byte(created)); err != nil {
-			return nil, nil, fmt.Errorf("record %d: created: %w", i, err)
-		}
-		// The memo is a private file under its own checksum, and its
-		// entries' keys were checked when they were read from the cache;
-		// still, a foreign one must not hand restore an unsafe path.
-		if e.Format != EntryFormat && e.Format != EntryFormatInline {
-			return nil, nil, fmt.Errorf("record %d: format %d", i, e.Format)
-		}
-		if err := checkOutputs(e.Outputs); err != nil {
-			return nil, nil, fmt.Errorf("record %d: %w", i, err)
-		}
-		if err := checkInline(e, false); err != nil {
-			return nil, nil, fmt.Errorf("record %d: %w", i, err)
-		}
-		me.e = e
-		out[k] = me
 	}
 	nb := r.Len()
 	blobs := make(map[Digest]memoBlob, nb)
@@ -361,4 +354,70 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 		return nil, nil, err
 	}
 	return out, blobs, nil
+}
+
+// decodeMemoRecord decodes the entry of key k from its record raw. A
+// record that does not decode, or that names an unsafe output, is an
+// error: the caller reads the entry from the cache instead.
+func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
+	r := binenc.NewReader(raw)
+	e := &Entry{Key: k}
+	e.Format = int(r.Int())
+	e.Phase = r.Str()
+	if nc := r.Len(); nc > 0 {
+		e.Components = make([]Component, nc)
+		for j := range e.Components {
+			e.Components[j] = Component{Kind: r.Str(), Name: r.Str(), Value: r.Str()}
+		}
+	}
+	if no := r.Len(); no > 0 {
+		e.Outputs = make([]OutputFile, no)
+		for j := range e.Outputs {
+			o := &e.Outputs[j]
+			o.Path, o.Type = r.Str(), r.Str()
+			o.Mode = uint32(r.Uint())
+			r.Fixed(o.Digest[:])
+			o.Size = r.Int()
+			o.Target = r.Str()
+		}
+	}
+	e.ExitCode = int(r.Int())
+	r.Fixed(e.Stdout[:])
+	r.Fixed(e.Stderr[:])
+	e.Cost = r.Float()
+	e.Iterations = r.Int()
+	if m := r.Str(); m != "" {
+		e.Metrics = []byte(m)
+	}
+	e.DurationMS = r.Int()
+	created := r.Str()
+	e.Host = r.Str()
+	e.User = r.Str()
+	if ni := r.Len(); ni > 0 {
+		e.Inline = make([]InlineBlob, ni)
+		for j := range e.Inline {
+			b := &e.Inline[j]
+			r.Fixed(b.Digest[:])
+			b.Data = []byte(r.Str())
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if err := e.Created.UnmarshalBinary([]byte(created)); err != nil {
+		return nil, fmt.Errorf("created: %w", err)
+	}
+	// The memo is a private file under its own checksum, and its
+	// entries' keys were checked when they were read from the cache;
+	// still, a foreign one must not hand restore an unsafe path.
+	if e.Format != EntryFormat && e.Format != EntryFormatInline {
+		return nil, fmt.Errorf("format %d", e.Format)
+	}
+	if err := checkOutputs(e.Outputs); err != nil {
+		return nil, err
+	}
+	if err := checkInline(e, false); err != nil {
+		return nil, err
+	}
+	return e, nil
 }

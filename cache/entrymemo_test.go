@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/internal/binenc"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -29,6 +30,23 @@ func memoEntries() []*Entry {
 	return []*Entry{full, bare, local, inline}
 }
 
+// decodeAll decodes memo b and every entry in it, as lookups would.
+func decodeAll(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
+	got, blobs, err := decodeEntryMemo(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, me := range got {
+		e, err := decodeMemoRecord(k, me.raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("record %x: %w", k[:4], err)
+		}
+		me.e, me.raw = e, ""
+		got[k] = me
+	}
+	return got, blobs, nil
+}
+
 func TestEntryMemoRoundTrip(t *testing.T) {
 	t.Parallel()
 	in := map[ActionID]memoEntry{}
@@ -36,7 +54,8 @@ func TestEntryMemoRoundTrip(t *testing.T) {
 		in[e.Key] = memoEntry{stamp: entryStamp{size: int64(100 + i), mtime: -5, ctime: 1 << 62, ino: 1<<64 - 1}, recorded: int64(i), e: e}
 	}
 	blobs := map[Digest]memoBlob{HashBytes([]byte("b")): {stamp: entryStamp{size: 1, mtime: 2, ctime: 3, ino: 4}, recorded: 5}}
-	got, gotBlobs, err := decodeEntryMemo(encodeEntryMemo(in, blobs))
+	b := encodeEntryMemo(in, blobs)
+	got, gotBlobs, err := decodeAll(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,6 +64,15 @@ func TestEntryMemoRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(blobs, gotBlobs, cmp.AllowUnexported(memoBlob{}, entryStamp{})); diff != "" {
 		t.Errorf("blobs round trip (-want +got):\n%s", diff)
+	}
+	// Records never looked up are written back as they were read, and
+	// the owned decoder reads what the copying one reads.
+	index, indexBlobs, err := decodeEntryMemoOwned(append([]byte(nil), b...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := encodeEntryMemo(index, indexBlobs); !bytes.Equal(again, b) {
+		t.Errorf("re-encoding undecoded records changed the memo")
 	}
 }
 
@@ -68,6 +96,43 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 		if _, _, err := decodeEntryMemo(tc.b); err == nil {
 			t.Errorf("%s: decoded without error", tc.name)
 		}
+	}
+}
+
+// TestEntryMemoDamagedRecord: a record that does not decode, in a memo
+// whose checksum is right, costs a full read of that entry only.
+func TestEntryMemoDamagedRecord(t *testing.T) {
+	t.Parallel()
+	root, path := t.TempDir(), filepath.Join(t.TempDir(), "entries")
+	c, m := memoDir(t, root, path, Options{})
+	e := putSample(t, c)
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	m.now = func() time.Time { return time.Now().Add(time.Second) }
+	if _, err := c.GetEntry(e.Key); err != nil {
+		t.Fatal(err)
+	}
+	me := m.entries[e.Key]
+	// The output path escapes the workspace: decodes, but is refused.
+	bad := *me.e
+	bad.Outputs = []OutputFile{{Path: "../x", Type: "file"}}
+	rec := binenc.NewWriter("", 0)
+	encodeMemoRecord(rec, &bad)
+	me.e, me.raw = nil, string(rec.B)
+	if err := os.WriteFile(path, encodeEntryMemo(map[ActionID]memoEntry{e.Key: me}, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c2, m2 := memoDir(t, root, path, Options{})
+	got, err := c2.GetEntry(e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Hits() != 0 {
+		t.Errorf("a damaged record answered a lookup")
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("entry read past a damaged record (-want +got):\n%s", diff)
 	}
 }
 
@@ -208,16 +273,33 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 			sum := sha256.Sum256(b)
 			b = append(b[:len(b):len(b)], sum[:]...)
 		}
-		got, blobs, err := decodeEntryMemo(b)
+		index, blobs, err := decodeEntryMemo(b)
 		if err != nil {
 			return
 		}
-		for k, me := range got {
-			if me.e == nil || me.e.Key != k {
-				t.Fatalf("record %x decoded without its entry", k[:4])
-			}
+		// Undecoded records are written back as read.
+		if again, againBlobs, err := decodeEntryMemo(encodeEntryMemo(index, blobs)); err != nil {
+			t.Fatalf("re-encoded index does not decode: %v", err)
+		} else if diff := cmp.Diff(index, again, cmp.AllowUnexported(memoEntry{}, entryStamp{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("re-encoding the index changed it (-first +second):\n%s", diff)
+		} else if diff := cmp.Diff(blobs, againBlobs, cmp.AllowUnexported(memoBlob{}, entryStamp{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("re-encoding the index changed the blobs (-first +second):\n%s", diff)
 		}
-		again, againBlobs, err := decodeEntryMemo(encodeEntryMemo(got, blobs))
+		// Each record decodes to its entry or to an error, and decoded
+		// entries survive a round trip.
+		got := map[ActionID]memoEntry{}
+		for k, me := range index {
+			e, err := decodeMemoRecord(k, me.raw)
+			if err != nil {
+				continue
+			}
+			if e.Key != k {
+				t.Fatalf("record %x decoded under key %x", k[:4], e.Key[:4])
+			}
+			me.e, me.raw = e, ""
+			got[k] = me
+		}
+		again, againBlobs, err := decodeAll(encodeEntryMemo(got, blobs))
 		if err != nil {
 			t.Fatalf("re-encoded memo does not decode: %v", err)
 		}

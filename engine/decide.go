@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/spec"
@@ -39,14 +40,59 @@ type Decision struct {
 // decide computes p's key and looks it up. up holds the output trees of
 // p's upstream phases; forced makes a hit run anyway.
 func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced bool) (*Decision, error) {
+	return e.decideWith(p, up, forced, true)
+}
+
+// decideWith is decide; remembered allows taking the key from the phase-key
+// memory when the phase's fingerprint is unchanged. The components are
+// then those of the cached entry found under that key (which hash to it),
+// or, when there is none, computed in full.
+func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) (*Decision, error) {
 	d := &Decision{Phase: p.Addr}
-	comps, err := e.components(p, up)
+	began := time.Now().UnixNano() // before any input is stat'ed (the racy rule)
+	g, err := e.gather(p, up)
 	if err != nil {
 		return nil, err
 	}
-	d.components = comps
-	d.key = cache.ComputeKey(comps)
+	var fp [32]byte
+	fpOK := false
+	if e.phaseKeys != nil {
+		fp, fpOK = e.fingerprint(g)
+	}
+	var comps []cache.Component
+	if remembered && fpOK && !forced && p.Cache {
+		d.key, remembered = e.phaseKeys.lookup(p.Addr, fp)
+	} else {
+		remembered = false
+	}
+	// full computes the components (g is used up) and, if the key came
+	// from the memory, checks it against them.
+	full := func() error {
+		if comps != nil {
+			return nil
+		}
+		c, err := e.finishComponents(p, g)
+		if err != nil {
+			return err
+		}
+		comps = c
+		key := cache.ComputeKey(comps)
+		if remembered && key != d.key {
+			return errStaleKey
+		}
+		d.key = key
+		if fpOK && g.calm(began) {
+			e.phaseKeys.record(p.Addr, fp, key)
+		}
+		return nil
+	}
+	if !remembered {
+		if err := full(); err != nil {
+			return nil, err
+		}
+	}
 	d.Key = d.key.String()
+	d.components = comps
 
 	switch {
 	case forced:
@@ -62,6 +108,23 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 	} else {
 		e.session.Miss(d.key)
 	}
+	problem := ""
+	if err == nil {
+		problem = treeProblem(entry)
+	}
+	// A miss needs the components: to explain it, and to record them with
+	// the result the phase's run will store.
+	if errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt) || problem != "" {
+		if ferr := full(); ferr == errStaleKey {
+			// Never expected: the memory named a key the phase's
+			// components do not give. Decide again without it.
+			e.phaseKeys.forget(p.Addr)
+			return e.decideWith(p, up, forced, false)
+		} else if ferr != nil {
+			return nil, ferr
+		}
+		d.components = comps
+	}
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
 		d.Action, d.Reasons = ActionRun, e.explainMiss(p, comps)
@@ -73,10 +136,15 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 	case err != nil:
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
-	if problem := treeProblem(entry); problem != "" {
+	if problem != "" {
 		d.warnings = append(d.warnings, fmt.Sprintf("phase %s: cached result %s %s; ignoring it", p.Addr, d.key.Short(), problem))
 		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
 		return d, nil
+	}
+	if d.components == nil {
+		// The entry's components hash to its key (checked when it was
+		// read), so they are the phase's.
+		d.components = entry.Components
 	}
 	d.entry = entry
 	for _, o := range p.Outputs {
@@ -95,6 +163,9 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 	}
 	return d, nil
 }
+
+// errStaleKey says a remembered key differs from the computed one.
+var errStaleKey = errors.New("remembered phase key is stale")
 
 // explainMiss says why p's key has no entry, by comparing its components
 // with those recorded for the phase's last result in this workspace.

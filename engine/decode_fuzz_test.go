@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
 )
 
 // The fuzz targets of T31 for the engine's decoders of bytes found on disk
@@ -103,6 +104,20 @@ func FuzzDigestsMemory(f *testing.F) {
 		entries, err := parseMemory(b)
 		if err != nil {
 			return
+		}
+		// Found in place, each entry is the one parsed.
+		r, err := binenc.Open(b, digestsHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := indexMemory(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range entries {
+			if got, ok := f.find(path); !ok || got != want {
+				t.Fatalf("find(%q) = %+v, %v; parsed %+v", path, got, ok, want)
+			}
 		}
 		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, entries: entries, dirty: true}
 		if err := m.Save(); err != nil {

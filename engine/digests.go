@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"sort"
@@ -28,8 +29,17 @@ type Memory struct {
 	now  func() time.Time
 
 	mu      sync.Mutex
-	entries map[string]memEntry
+	entries map[string]memEntry // recorded by this process, over file
+	file    memFile             // the memory as loaded
 	dirty   bool
+}
+
+// memFile is a loaded memory's records, kept in place and found by binary
+// search (the file is sorted by path): a no-op run looks up a few of
+// them, and building a map of every input of the workspace was a tenth of
+// its start.
+type memFile struct {
+	recs []string // each record, path first
 }
 
 type memEntry struct {
@@ -83,39 +93,93 @@ func LoadMemory(path string) *Memory {
 	if err != nil {
 		return m
 	}
-	entries, err := parseMemory(data)
+	// data is dropped here: the records may share its memory.
+	r, err := binenc.OpenOwned(data, digestsHeader)
 	if err != nil {
 		return m
 	}
-	m.entries = entries
+	if f, err := indexMemory(r); err == nil {
+		m.file = f
+	}
 	return m
 }
 
 // The file (package binenc) holds the entry count, then per entry its
-// path, digest, size, mtime, ctime, inode, mode and when it was hashed. A
-// file cut short or damaged fails its checksum and is dropped whole
-// rather than half used.
+// path, digest, size, mtime, ctime, inode, mode and when it was hashed,
+// sorted by path. A file cut short, damaged or out of order fails and is
+// dropped whole rather than half used.
+
+// parseMemory reads every entry of the memory file data.
 func parseMemory(data []byte) (map[string]memEntry, error) {
 	r, err := binenc.Open(data, digestsHeader)
 	if err != nil {
 		return nil, err
 	}
-	n := r.Len()
-	entries := make(map[string]memEntry, n)
-	for i := 0; i < n && r.OK(); i++ {
-		path := r.Str()
-		var e memEntry
-		r.Fixed(e.digest[:])
-		e.size, e.mtime, e.ctime = r.Int(), r.Int(), r.Int()
-		e.ino = r.Uint()
-		e.mode = uint32(r.Uint())
-		e.recorded = r.Int()
-		entries[path] = e
-	}
-	if err := r.Err(); err != nil {
+	f, err := indexMemory(r)
+	if err != nil {
 		return nil, err
 	}
-	return entries, nil
+	return f.all(), nil
+}
+
+// indexMemory checks every record of r and keeps it in place.
+func indexMemory(r *binenc.Reader) (memFile, error) {
+	n := r.Len()
+	recs := make([]string, 0, n)
+	prev := ""
+	for i := 0; i < n && r.OK(); i++ {
+		rest := r.Rest()
+		path, _ := readMemEntry(r)
+		if !r.OK() {
+			break
+		}
+		if i > 0 && path <= prev {
+			return memFile{}, errors.New("digests: records out of order")
+		}
+		prev = path
+		recs = append(recs, rest[:len(rest)-len(r.Rest())])
+	}
+	if err := r.Err(); err != nil {
+		return memFile{}, err
+	}
+	return memFile{recs: recs}, nil
+}
+
+func readMemEntry(r *binenc.Reader) (string, memEntry) {
+	path := r.Str()
+	var e memEntry
+	r.Fixed(e.digest[:])
+	e.size, e.mtime, e.ctime = r.Int(), r.Int(), r.Int()
+	e.ino = r.Uint()
+	e.mode = uint32(r.Uint())
+	e.recorded = r.Int()
+	return path, e
+}
+
+// recPath is the path a record (checked by indexMemory) starts with.
+func recPath(rec string) string {
+	r := binenc.NewReader(rec)
+	return r.Str()
+}
+
+// find returns the entry of path.
+func (f memFile) find(path string) (memEntry, bool) {
+	i := sort.Search(len(f.recs), func(i int) bool { return recPath(f.recs[i]) >= path })
+	if i == len(f.recs) {
+		return memEntry{}, false
+	}
+	p, e := readMemEntry(binenc.NewReader(f.recs[i]))
+	return e, p == path
+}
+
+// all returns every entry.
+func (f memFile) all() map[string]memEntry {
+	out := make(map[string]memEntry, len(f.recs))
+	for _, rec := range f.recs {
+		p, e := readMemEntry(binenc.NewReader(rec))
+		out[p] = e
+	}
+	return out
 }
 
 func encodeMemory(entries map[string]memEntry) []byte {
@@ -146,6 +210,9 @@ func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
 	m.mu.Lock()
 	e, ok := m.entries[key]
 	m.mu.Unlock()
+	if !ok {
+		e, ok = m.file.find(key) // never changed once loaded
+	}
 	if !ok || e.size != st.size || e.mtime != st.mtime || e.ctime != st.ctime || e.ino != st.ino || e.mode != uint32(st.mode) {
 		return cache.Digest{}, false
 	}
@@ -210,7 +277,11 @@ func (m *Memory) Save() error {
 	if !m.dirty {
 		return nil
 	}
-	if err := writeFileAtomic(m.path, encodeMemory(m.entries), 0o644, false); err != nil {
+	all := m.file.all()
+	for k, e := range m.entries {
+		all[k] = e
+	}
+	if err := writeFileAtomic(m.path, encodeMemory(all), 0o644, false); err != nil {
 		return err
 	}
 	m.dirty = false

@@ -5,11 +5,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
 )
 
 func TestMemorySkipsUnchangedFiles(t *testing.T) {
@@ -77,8 +81,8 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	good := encodeMemory(map[string]memEntry{"f": {size: 1, mtime: 2}})
 	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-33]) + "\x05" + string(good[len(good)-32:])} {
 		os.WriteFile(p, []byte(data), 0o644)
-		if m := LoadMemory(p); len(m.entries) != 0 {
-			t.Errorf("%q: %d entries, want 0", data, len(m.entries))
+		if m := LoadMemory(p); len(m.entries)+len(m.file.recs) != 0 {
+			t.Errorf("%q: %d entries, want 0", data, len(m.entries)+len(m.file.recs))
 		}
 	}
 }
@@ -114,7 +118,7 @@ func TestStatPathMatchesOS(t *testing.T) {
 		}
 		rel, err := filepath.Rel(dir, p)
 		must(err)
-		viaDir, err := ws.statRel(rel, p)
+		viaDir, err := ws.statRel(rel)
 		must(err)
 		if viaDir != got {
 			t.Errorf("%s: statRel %+v, statPath %+v", rel, viaDir, got)
@@ -124,13 +128,93 @@ func TestStatPathMatchesOS(t *testing.T) {
 	sub := filepath.Join(dir, "sub")
 	must(os.Mkdir(sub, 0o755))
 	subWS := &Workspace{Root: sub, dir: &rootDir{}}
-	if got, err := subWS.statRel("../f", file); err != nil || got.size != 1 {
+	if got, err := subWS.statRel("../f"); err != nil || got.size != 1 {
 		t.Errorf("statRel(../f): %+v, %v", got, err)
 	}
-	if _, err := ws.statRel("missing", filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	_, err := ws.statRel("missing")
+	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("statRel of a missing file: %v, want fs.ErrNotExist", err)
+	}
+	// Its error names the absolute path, as statPath's does.
+	if want := filepath.Join(dir, "missing"); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("statRel of a missing file: %v, want an error naming %s", err, want)
 	}
 	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestMemoryFileInPlace: entries of a loaded file are found in place,
+// paths between or beyond them are not, what the process records wins,
+// and Save writes both back. A file out of order is empty.
+func TestMemoryFileInPlace(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "digests")
+	old := time.Now().Add(-time.Hour).UnixNano()
+	entry := func(content string) memEntry {
+		return memEntry{digest: cache.HashBytes([]byte(content)), size: int64(len(content)), mtime: old, ctime: old, ino: 7, mode: 0o644, recorded: old + int64(time.Minute)}
+	}
+	in := map[string]memEntry{"a": entry("a"), "b/c": entry("bc"), "b/d": entry("bd"), "z": entry("z")}
+	if err := os.WriteFile(p, encodeMemory(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := LoadMemory(p)
+	stat := func(e memEntry) fileStat {
+		return fileStat{size: e.size, mtime: e.mtime, ctime: e.ctime, ino: e.ino, mode: fs.FileMode(e.mode)}
+	}
+	for path, e := range in {
+		if d, ok := m.Lookup(path, stat(e)); !ok || d != e.digest {
+			t.Errorf("Lookup(%s) = %v, %v; want its digest", path, d, ok)
+		}
+	}
+	for _, path := range []string{"", "0", "b", "b/cc", "y", "zz"} {
+		if _, ok := m.Lookup(path, stat(in["a"])); ok {
+			t.Errorf("Lookup(%q) found an entry", path)
+		}
+	}
+	newer := entry("BC")
+	m.Record("b/c", stat(newer), newer.digest, time.Unix(0, newer.recorded))
+	m.Record("n", stat(newer), newer.digest, time.Unix(0, newer.recorded))
+	if d, ok := m.Lookup("b/c", stat(newer)); !ok || d != newer.digest {
+		t.Errorf("recorded entry not preferred over the file's")
+	}
+	if err := m.Save(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]memEntry{}
+	for k, e := range in {
+		want[k] = e
+	}
+	want["b/c"], want["n"] = newer, newer
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := parseMemory(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memEntry{})); diff != "" {
+		t.Errorf("saved memory (-want +got):\n%s", diff)
+	}
+
+	// Records out of order (a checksummed file no cairn writes).
+	w := binenc.NewWriter(digestsHeader, 0)
+	w.Len(2)
+	for _, path := range []string{"b", "a"} {
+		e := in["a"]
+		w.Str(path)
+		w.Fixed(e.digest[:])
+		w.Int(e.size)
+		w.Int(e.mtime)
+		w.Int(e.ctime)
+		w.Uint(e.ino)
+		w.Uint(uint64(e.mode))
+		w.Int(e.recorded)
+	}
+	if err := os.WriteFile(p, w.Finish(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if m := LoadMemory(p); len(m.file.recs) != 0 {
+		t.Errorf("a file out of order was loaded")
 	}
 }

@@ -25,6 +25,7 @@ type Engine struct {
 
 	hashWorkers int
 	lastKeys    *keyIndex
+	phaseKeys   *phaseKeys
 	entries     *cache.EntryMemo  // nil without a cache
 	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
 	producer    map[string]string // output path -> phase address
@@ -47,23 +48,28 @@ type Config struct {
 }
 
 // Memories are a workspace's hint files: the input-digest memory, the
-// last key of each phase, and the entry memo. Each is read whole at start;
-// a missing or damaged one is empty, which costs time, never correctness.
+// last key of each phase, the phase-key memory and the entry memo. Each is
+// read whole at start; a missing or damaged one is empty, which costs
+// time, never correctness.
 type Memories struct {
-	dir     string
-	digests *Memory
-	keys    *keyIndex
-	entries *cache.EntryMemo
+	dir       string
+	digests   *Memory
+	keys      *keyIndex
+	phaseKeys *phaseKeys
+	entries   *cache.EntryMemo
 }
 
 // LoadMemories reads the memories of the workspace at dir (absolute), the
-// three files side by side.
+// files side by side.
 func LoadMemories(dir string) *Memories {
 	state := filepath.Join(dir, StateDirName)
 	m := &Memories{dir: dir}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.digests = LoadMemory(filepath.Join(state, "digests")) })
-	wg.Go(func() { m.keys = loadKeyIndex(filepath.Join(state, "keys.json")) })
+	wg.Go(func() {
+		m.keys = loadKeyIndex(filepath.Join(state, "keys.json"))
+		m.phaseKeys = loadPhaseKeys(filepath.Join(state, "phasekeys"))
+	})
 	wg.Go(func() { m.entries = cache.LoadEntryMemo(filepath.Join(state, "entries")) })
 	wg.Wait()
 	return m
@@ -92,7 +98,12 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 	if m == nil || m.dir != s.Dir {
 		m = LoadMemories(s.Dir)
 	}
-	e.mem, e.lastKeys, e.entries = m.digests, m.keys, m.entries
+	e.mem, e.lastKeys, e.phaseKeys, e.entries = m.digests, m.keys, m.phaseKeys, m.entries
+	if os.Getenv("CAIRN_DEBUG_KEY") == "1" {
+		// Every key is computed, so that each is written out
+		// (cache.ComputeKey).
+		e.phaseKeys = nil
+	}
 	if c != nil {
 		c.UseEntryMemo(e.entries)
 	}
@@ -110,6 +121,13 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 func (e *Engine) saveEntryMemo() {
 	if e.entries != nil {
 		_ = e.entries.Save()
+	}
+}
+
+// savePhaseKeys writes the phase-key memory back; a hint file too.
+func (e *Engine) savePhaseKeys() {
+	if e.phaseKeys != nil {
+		_ = e.phaseKeys.save()
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -25,8 +24,7 @@ func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fileStat) ([]string, error) {
 	var out []string
 	add := func(rel string) error {
-		abs := ws.Abs(rel)
-		st, err := ws.statRel(rel, abs)
+		st, err := ws.statRel(rel)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // dangling symlink or vanished file
@@ -42,6 +40,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			}
 			return nil
 		}
+		abs := ws.Abs(rel)
 		return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
@@ -111,7 +110,7 @@ func joinRel(rel, abs, p string) string {
 // directory the glob matches).
 func matchesPattern(pattern, rel string) bool {
 	if !hasMeta(pattern) {
-		return rel == pattern || strings.HasPrefix(rel, pattern+"/")
+		return isAtOrBelow(rel, pattern)
 	}
 	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		if ok, _ := doublestar.Match(pattern, p); ok {
@@ -121,13 +120,7 @@ func matchesPattern(pattern, rel string) bool {
 	return false
 }
 
-func sortedUnique(s []string) []string {
-	sort.Strings(s)
-	out := s[:0]
-	for i, x := range s {
-		if i == 0 || x != s[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
+// isAtOrBelow reports whether the slash path rel is dir or lies below it.
+func isAtOrBelow(rel, dir string) bool {
+	return strings.HasPrefix(rel, dir) && (len(rel) == len(dir) || rel[len(dir)] == '/')
 }

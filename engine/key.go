@@ -4,8 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,11 +45,64 @@ func (e *MissingInputError) Error() string {
 // the executable bit of the mode counts, so teammates with different
 // umasks share keys.
 func fileValue(d cache.Digest, mode fs.FileMode) string {
+	// One allocation: a no-op run makes one of these per input.
+	var b [2 + 2*len(cache.Digest{})]byte
+	b[0], b[1] = '-', ':'
 	if mode&0o111 != 0 {
-		return "x:" + d.String()
+		b[0] = 'x'
 	}
-	return "-:" + d.String()
+	hex.Encode(b[2:], d[:])
+	return string(b[:])
 }
+
+// commandValue is how a command's argv enters a key: its JSON array, as
+// encoding/json writes it (with its HTML escapes: a shell command often
+// holds ">"). Arguments of printable ASCII are written here; any other
+// byte goes through encoding/json, whose reflection was a tenth of a no-op
+// run's decisions.
+func commandValue(argv []string) string {
+	if argv == nil {
+		return "null"
+	}
+	n := 2
+	for _, a := range argv {
+		for i := 0; i < len(a); i++ {
+			switch c := a[i]; {
+			case c < 0x20 || c >= 0x7f:
+				b, _ := json.Marshal(argv)
+				return string(b)
+			case c == '"' || c == '\\':
+				n++
+			case c == '<' || c == '>' || c == '&':
+				n += 5
+			}
+		}
+		n += len(a) + 3
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, a := range argv {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		for j := 0; j < len(a); j++ {
+			switch c := a[j]; c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '<', '>', '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+		}
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	return string(b)
+}
+
+const hexDigits = "0123456789abcdef"
 
 func outputValue(f cache.OutputFile) string {
 	if f.Type == "symlink" {
@@ -60,11 +115,124 @@ func outputValue(f cache.OutputFile) string {
 // output trees are given by phase address. Input files are hashed through
 // the memory.
 func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]cache.Component, error) {
-	argv, _ := json.Marshal(p.Command)
-	comps := []cache.Component{
-		{Kind: kindCommand, Value: string(argv)},
-		{Kind: kindWorkdir, Value: p.Workdir},
+	g, err := e.gather(p, up)
+	if err != nil {
+		return nil, err
 	}
+	return e.finishComponents(p, g)
+}
+
+// gathered is what a phase's key is computed from, before any input file
+// is hashed: every component but the input files', unredacted, and the
+// input files (sorted by path, each once) with the stat expansion took.
+type gathered struct {
+	comps []cache.Component
+	files []inputFile
+}
+
+// inputFile is an input file of a phase: its workspace path and, when
+// expansion stat'ed it (stated), its stat.
+type inputFile struct {
+	rel    string
+	st     fileStat
+	stated bool
+}
+
+// gather expands p's inputs and builds every component but the input
+// files'.
+func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
+	// Every file of a direct upstream phase, by path.
+	var upFiles, reads map[string]cache.OutputFile
+	if len(up) > 0 {
+		upFiles = map[string]cache.OutputFile{}
+		reads = map[string]cache.OutputFile{}
+	}
+	for _, tree := range up {
+		for _, f := range tree {
+			if f.Type != "dir" {
+				upFiles[f.Path] = f
+			}
+		}
+	}
+	for upAddr, paths := range p.Upstream {
+		for _, f := range up[upAddr] {
+			if f.Type == "dir" {
+				continue
+			}
+			if paths == nil {
+				reads[f.Path] = f
+				continue
+			}
+			for _, want := range paths {
+				if isAtOrBelow(f.Path, want) {
+					reads[f.Path] = f
+				}
+			}
+		}
+	}
+
+	own := p.OutputPaths()
+	skip := func(rel string) bool {
+		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
+			return true
+		}
+		for _, o := range own {
+			if isAtOrBelow(rel, o) {
+				return true
+			}
+		}
+		_, isUp := upFiles[rel]
+		return isUp
+	}
+	files := make([]inputFile, 0, len(p.Inputs))
+	var stats map[string]fileStat // what expandPattern stat'ed
+	for _, pattern := range p.Inputs {
+		n := 0
+		plain := !hasMeta(pattern)
+		var st fileStat
+		var err error
+		if plain {
+			st, err = e.ws.statRel(pattern)
+		}
+		if plain && (err == nil && !st.mode.IsDir() || errors.Is(err, fs.ErrNotExist)) {
+			// A plain file (or nothing), as expandPattern would find it
+			// without a slice and a closure for it.
+			if err == nil && !skip(pattern) {
+				files = append(files, inputFile{rel: pattern, st: st, stated: true})
+				n++
+			}
+		} else {
+			if stats == nil {
+				stats = map[string]fileStat{}
+			}
+			found, err := expandPattern(&e.ws, pattern, skip, stats)
+			if err != nil {
+				return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
+			}
+			for _, rel := range found {
+				st, ok := stats[rel]
+				files = append(files, inputFile{rel: rel, st: st, stated: ok})
+			}
+			n += len(found)
+		}
+		for path, f := range upFiles {
+			if matchesPattern(pattern, path) {
+				reads[path] = f
+				n++
+			}
+		}
+		if n == 0 && !hasMeta(pattern) {
+			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
+		}
+	}
+	slices.SortStableFunc(files, func(a, b inputFile) int { return strings.Compare(a.rel, b.rel) })
+	files = slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel })
+
+	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads))
+	comps = append(comps,
+		cache.Component{Kind: kindCommand, Value: commandValue(p.Command)},
+		cache.Component{Kind: kindWorkdir, Value: p.Workdir},
+	)
 	for k, v := range p.Env {
 		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
 	}
@@ -84,75 +252,6 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	for _, o := range p.Outputs {
 		comps = append(comps, cache.Component{Kind: kindOutput, Name: o.Name, Value: o.Path})
 	}
-
-	// Every file of a direct upstream phase, by path.
-	upFiles := map[string]cache.OutputFile{}
-	for _, tree := range up {
-		for _, f := range tree {
-			if f.Type != "dir" {
-				upFiles[f.Path] = f
-			}
-		}
-	}
-	reads := map[string]cache.OutputFile{}
-	for upAddr, paths := range p.Upstream {
-		for _, f := range up[upAddr] {
-			if f.Type == "dir" {
-				continue
-			}
-			if paths == nil {
-				reads[f.Path] = f
-				continue
-			}
-			for _, want := range paths {
-				if f.Path == want || strings.HasPrefix(f.Path, want+"/") {
-					reads[f.Path] = f
-				}
-			}
-		}
-	}
-
-	own := p.OutputPaths()
-	skip := func(rel string) bool {
-		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
-			return true
-		}
-		for _, o := range own {
-			if rel == o || strings.HasPrefix(rel, o+"/") {
-				return true
-			}
-		}
-		_, isUp := upFiles[rel]
-		return isUp
-	}
-	var inputs []string
-	stats := map[string]fileStat{}
-	for _, pattern := range p.Inputs {
-		found, err := expandPattern(&e.ws, pattern, skip, stats)
-		if err != nil {
-			return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
-		}
-		n := len(found)
-		for path, f := range upFiles {
-			if matchesPattern(pattern, path) {
-				reads[path] = f
-				n++
-			}
-		}
-		if n == 0 && !hasMeta(pattern) {
-			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
-		}
-		inputs = append(inputs, found...)
-	}
-	inputs = sortedUnique(inputs)
-	digests := make([]cache.Digest, len(inputs))
-	modes := make([]fs.FileMode, len(inputs))
-	if err := e.hashFiles(inputs, stats, digests, modes); err != nil {
-		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
-	}
-	for i, rel := range inputs {
-		comps = append(comps, cache.Component{Kind: kindInput, Name: rel, Value: fileValue(digests[i], modes[i])})
-	}
 	readPaths := make([]string, 0, len(reads))
 	for path := range reads {
 		readPaths = append(readPaths, path)
@@ -161,29 +260,43 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 	for _, path := range readPaths {
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
 	}
+	return &gathered{comps: comps, files: files}, nil
+}
+
+// finishComponents hashes the input files of g (through the memory) and
+// returns all of p's components, redacted and sorted. g.comps is reused.
+func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
+	digests := make([]cache.Digest, len(g.files))
+	modes := make([]fs.FileMode, len(g.files))
+	if err := e.hashFiles(g.files, digests, modes); err != nil {
+		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
+	}
+	comps := slices.Grow(g.comps, len(g.files))
+	for i, f := range g.files {
+		comps = append(comps, cache.Component{Kind: kindInput, Name: f.rel, Value: fileValue(digests[i], modes[i])})
+	}
 	e.redactSensitive(comps)
-	sort.Slice(comps, func(i, j int) bool {
-		a, b := comps[i], comps[j]
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
+	slices.SortFunc(comps, func(a, b cache.Component) int {
+		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
+			return c
 		}
-		return a.Name < b.Name
+		return strings.Compare(a.Name, b.Name)
 	})
 	return comps, nil
 }
 
-// hashFiles fills digests and modes for the workspace files rel, through
-// the memory, hashing the files that need it on all cores. stats holds
-// what expansion already stat'ed (it may be nil).
-func (e *Engine) hashFiles(rel []string, stats map[string]fileStat, digests []cache.Digest, modes []fs.FileMode) error {
+// hashFiles fills digests and modes for the workspace files, through the
+// memory, hashing the files that need it on all cores. A file expansion
+// did not stat is stat'ed here.
+func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs.FileMode) error {
 	// Files the memory knows cost a map lookup: answer them here, and
 	// only spread the ones to read over the cores (phases are decided
 	// side by side already, so goroutines for lookups are pure overhead).
-	todo := make([]int, 0, len(rel))
-	for i, r := range rel {
-		if st, ok := stats[r]; ok {
-			if d, ok := e.mem.Lookup(r, st); ok {
-				digests[i], modes[i] = d, st.mode
+	todo := make([]int, 0, len(files))
+	for i, f := range files {
+		if f.stated {
+			if d, ok := e.mem.Lookup(f.rel, f.st); ok {
+				digests[i], modes[i] = d, f.st.mode
 				continue
 			}
 		}
@@ -191,17 +304,18 @@ func (e *Engine) hashFiles(rel []string, stats map[string]fileStat, digests []ca
 	}
 	return parallel(len(todo), e.hashWorkers, func(j int) error {
 		i := todo[j]
-		st, ok := stats[rel[i]]
-		abs := e.ws.Abs(rel[i])
-		if !ok {
+		f := files[i]
+		st := f.st
+		abs := e.ws.Abs(f.rel)
+		if !f.stated {
 			var err error
 			if st, err = statPath(abs); err != nil {
-				return fmt.Errorf("hash input %s: %w", rel[i], err)
+				return fmt.Errorf("hash input %s: %w", f.rel, err)
 			}
 		}
-		d, err := e.mem.digestOf(rel[i], abs, st)
+		d, err := e.mem.digestOf(f.rel, abs, st)
 		if err != nil {
-			return fmt.Errorf("hash input %s: %w", rel[i], err)
+			return fmt.Errorf("hash input %s: %w", f.rel, err)
 		}
 		digests[i], modes[i] = d, st.mode
 		return nil

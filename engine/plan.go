@@ -90,6 +90,7 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	if err := e.ws.Init(); err == nil {
 		_ = e.mem.Save()
 		e.saveEntryMemo()
+		e.savePhaseKeys()
 	}
 	return res, nil
 }

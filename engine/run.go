@@ -308,6 +308,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		errs = append(errs, err)
 	}
 	e.saveEntryMemo()
+	e.savePhaseKeys()
 	r.res.Status = status
 	r.res.StopReason = reason
 	r.res.Duration = end.Sub(start)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,19 +44,24 @@ func (d *rootDir) open(root string) *os.File {
 	return d.f
 }
 
-// statRel stats the workspace file rel (abs is its absolute path) as
-// statPath does. A clean relative path below the root is resolved from the
-// open workspace directory, which walks two path components rather than
-// every one of the root's: a no-op run stats every input. Paths with ".."
-// or absolute ones go by abs, so a symlink in the root's path means what
-// it meant before.
-func (w *Workspace) statRel(rel, abs string) (fileStat, error) {
+// statRel stats the workspace file rel as statPath does its absolute path
+// (w.Abs(rel), which errors name). A clean relative path below the root
+// is resolved from the open workspace directory, which walks two path
+// components rather than every one of the root's and builds no absolute
+// path: a no-op run stats every input. Paths with ".." or absolute ones go
+// by the absolute path, so a symlink in the root's path means what it
+// meant before.
+func (w *Workspace) statRel(rel string) (fileStat, error) {
 	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
 		if f := w.dir.open(w.Root); f != nil {
-			return statAt(f, rel, abs)
+			st, err := statAt(f, rel, "")
+			if pe, ok := err.(*fs.PathError); ok {
+				pe.Path = w.Abs(rel)
+			}
+			return st, err
 		}
 	}
-	return statPath(abs)
+	return statPath(w.Abs(rel))
 }
 
 // StateDir returns the absolute path of .cairn/.

@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"unsafe"
 )
 
 // ErrDamaged is returned for bytes that are not a well-formed record.
@@ -81,6 +82,31 @@ type Reader struct {
 // Open checks b's header and SHA-256 trailer and returns a Reader of what
 // lies between them.
 func Open(b []byte, header string) (*Reader, error) {
+	body, err := frame(b, header)
+	if err != nil {
+		return nil, err
+	}
+	return &Reader{s: string(body)}, nil
+}
+
+// OpenOwned is Open without copying b: the strings read are slices of b's
+// own memory, so the caller hands b over and must never change it again
+// (a buffer just read from a file and then dropped). A memo of megabytes
+// then costs no second copy.
+func OpenOwned(b []byte, header string) (*Reader, error) {
+	body, err := frame(b, header)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) == 0 {
+		return &Reader{}, nil
+	}
+	return &Reader{s: unsafe.String(unsafe.SliceData(body), len(body))}, nil
+}
+
+// frame checks b's header and SHA-256 trailer and returns what lies
+// between them.
+func frame(b []byte, header string) ([]byte, error) {
 	if len(b) < len(header)+sha256.Size || string(b[:len(header)]) != header {
 		return nil, errors.New("not a memo of this format")
 	}
@@ -88,8 +114,16 @@ func Open(b []byte, header string) (*Reader, error) {
 	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
 		return nil, errors.New("memo checksum mismatch")
 	}
-	return &Reader{s: string(body[len(header):])}, nil
+	return body[len(header):], nil
 }
+
+// NewReader reads the values of s, a nested record (written with
+// Writer.Str) read earlier.
+func NewReader(s string) *Reader { return &Reader{s: s} }
+
+// Rest returns what is left to read: a caller that keeps records in
+// place slices them out of successive Rests.
+func (r *Reader) Rest() string { return r.s }
 
 // OK reports that nothing has gone wrong so far.
 func (r *Reader) OK() bool { return r.err == nil }

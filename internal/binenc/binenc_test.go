@@ -29,9 +29,12 @@ func write(rec record) []byte {
 	return w.Finish()
 }
 
-func read(b []byte) (record, error) {
+// openers are Open and OpenOwned, which must read alike.
+var openers = map[string]func([]byte, string) (*Reader, error){"Open": Open, "OpenOwned": OpenOwned}
+
+func readWith(open func([]byte, string) (*Reader, error), b []byte) (record, error) {
 	var rec record
-	r, err := Open(b, "test 1\n")
+	r, err := open(b, "test 1\n")
 	if err != nil {
 		return rec, err
 	}
@@ -47,13 +50,45 @@ func TestRoundTrip(t *testing.T) {
 		{U: math.MaxUint64, I: math.MinInt64, F: -0.5, B: true, S: "é\x00x", Fix: [4]byte{1, 2, 3, 4}, Strs: []string{}},
 		{I: math.MaxInt64, F: math.Inf(1), Strs: []string{"", "a"}},
 	} {
-		got, err := read(write(rec))
-		if err != nil {
-			t.Fatalf("%+v: %v", rec, err)
+		for name, open := range openers {
+			got, err := readWith(open, write(rec))
+			if err != nil {
+				t.Fatalf("%s %+v: %v", name, rec, err)
+			}
+			if diff := cmp.Diff(rec, got); diff != "" {
+				t.Errorf("%s round trip (-want +got):\n%s", name, diff)
+			}
 		}
-		if diff := cmp.Diff(rec, got); diff != "" {
-			t.Errorf("round trip (-want +got):\n%s", diff)
-		}
+	}
+}
+
+// TestNested: a record written into a string with Str reads back through
+// NewReader.
+func TestNested(t *testing.T) {
+	inner := NewWriter("", 0)
+	inner.Str("x")
+	inner.Int(-7)
+	w := NewWriter("test 1\n", 0)
+	w.Str(string(inner.B))
+	w.Uint(3)
+	r, err := OpenOwned(w.Finish(), "test 1\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := r.Rest()
+	nested := NewReader(r.Str())
+	if got := before[:len(before)-len(r.Rest())]; got != string(w.B[len("test 1\n"):len("test 1\n")+1+len(inner.B)]) {
+		t.Errorf("Rest did not advance over the record: %q", got)
+	}
+	if u := r.Uint(); u != 3 || r.Err() != nil {
+		t.Fatalf("outer record: %d, %v", u, r.Err())
+	}
+	if s, i := nested.Str(), nested.Int(); s != "x" || i != -7 || nested.Err() != nil {
+		t.Errorf("nested record: %q %d %v", s, i, nested.Err())
+	}
+	cut := NewReader("\x05")
+	if cut.Str(); cut.Err() == nil {
+		t.Errorf("a cut nested record reads without error")
 	}
 }
 
@@ -73,8 +108,10 @@ func TestDamage(t *testing.T) {
 		"huge length":     reframe("\x00\x00\x00\x00\xff\xff\xff\xff\x0f"),
 		"varint overflow": reframe("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"),
 	} {
-		if _, err := read(b); err == nil {
-			t.Errorf("%s: read without error", name)
+		for oname, open := range openers {
+			if _, err := readWith(open, b); err == nil {
+				t.Errorf("%s: %s read without error", name, oname)
+			}
 		}
 	}
 }

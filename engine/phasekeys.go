@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
+)
+
+// phaseKeysHeader starts the phase-key memory file.
+const phaseKeysHeader = "cairn-phase-keys 1\n"
+
+// phaseKeys remembers, per phase, the key a full computation gave and a
+// fingerprint of everything it was computed from, with the input files
+// taken by their stat (size, mtime, ctime, inode, mode) rather than their
+// content. While a phase's fingerprint is unchanged, its key is the
+// remembered one: a no-op run then neither looks its inputs up in the
+// digest memory nor formats and hashes their components. It is a private
+// hint file of the workspace (.cairn/phasekeys): a lost or damaged one
+// costs one full computation per phase, nothing else.
+//
+// A key is remembered only when every input's mtime lies clearly before
+// the computation began (git's "racy" rule, as for the digest memory): a
+// file edited afterwards within the same timestamp tick would otherwise
+// keep its stat and hide the change. The file names the cairn build that
+// wrote it; another build (whose key computation may differ) ignores it.
+type phaseKeys struct {
+	path string
+
+	mu      sync.Mutex
+	entries map[string]phaseKey
+	used    map[string]bool
+	dirty   bool
+
+	hits atomic.Int64 // lookups answered
+}
+
+type phaseKey struct {
+	fp  [sha256.Size]byte
+	key cache.ActionID
+}
+
+// loadPhaseKeys reads the memory at path; a missing, damaged or foreign
+// file gives an empty memory.
+func loadPhaseKeys(path string) *phaseKeys {
+	pk := &phaseKeys{path: path, entries: map[string]phaseKey{}, used: map[string]bool{}}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return pk
+	}
+	r, err := binenc.OpenOwned(b, phaseKeysHeader) // b is dropped: the addresses may share it
+	if err != nil {
+		return pk
+	}
+	if entries, err := readPhaseKeys(r, exeID()); err == nil {
+		pk.entries, pk.used = entries, make(map[string]bool, len(entries))
+	}
+	return pk
+}
+
+// The file (package binenc) holds the build that wrote it, the entry
+// count, then per entry the phase address, the fingerprint and the key.
+
+func readPhaseKeys(r *binenc.Reader, build string) (map[string]phaseKey, error) {
+	if r.Str() != build {
+		return nil, fmt.Errorf("written by another build of cairn")
+	}
+	n := r.Len()
+	entries := make(map[string]phaseKey, n)
+	for i := 0; i < n && r.OK(); i++ {
+		addr := r.Str()
+		var pk phaseKey
+		r.Fixed(pk.fp[:])
+		r.Fixed(pk.key[:])
+		entries[addr] = pk
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+func encodePhaseKeys(entries map[string]phaseKey, build string) []byte {
+	addrs := make([]string, 0, len(entries))
+	for a := range entries {
+		addrs = append(addrs, a)
+	}
+	slices.Sort(addrs)
+	w := binenc.NewWriter(phaseKeysHeader, len(addrs)*(80+sha256.Size))
+	w.Str(build)
+	w.Len(len(addrs))
+	for _, a := range addrs {
+		pk := entries[a]
+		w.Str(a)
+		w.Fixed(pk.fp[:])
+		w.Fixed(pk.key[:])
+	}
+	return w.Finish()
+}
+
+// lookup returns the key remembered for phase addr if it was computed
+// from fingerprint fp.
+func (pk *phaseKeys) lookup(addr string, fp [sha256.Size]byte) (cache.ActionID, bool) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	pk.used[addr] = true
+	e, ok := pk.entries[addr]
+	if !ok || e.fp != fp {
+		return cache.ActionID{}, false
+	}
+	pk.hits.Add(1)
+	return e.key, true
+}
+
+// record remembers key as computed for phase addr from fingerprint fp.
+func (pk *phaseKeys) record(addr string, fp [sha256.Size]byte, key cache.ActionID) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	pk.used[addr] = true
+	if e, ok := pk.entries[addr]; ok && e.fp == fp && e.key == key {
+		return
+	}
+	pk.entries[addr] = phaseKey{fp: fp, key: key}
+	pk.dirty = true
+}
+
+// forget drops what is remembered for phase addr.
+func (pk *phaseKeys) forget(addr string) {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if _, ok := pk.entries[addr]; ok {
+		delete(pk.entries, addr)
+		pk.dirty = true
+	}
+}
+
+// save writes the memory back if it changed. Phases not looked up in
+// this process are kept while the file stays small (another target
+// selection, a phase commented out for a while); beyond that only the ones
+// used are kept.
+func (pk *phaseKeys) save() error {
+	pk.mu.Lock()
+	defer pk.mu.Unlock()
+	if !pk.dirty {
+		return nil
+	}
+	if len(pk.entries) > 2*len(pk.used)+1024 {
+		for a := range pk.entries {
+			if !pk.used[a] {
+				delete(pk.entries, a)
+			}
+		}
+	}
+	if err := writeFileAtomic(pk.path, encodePhaseKeys(pk.entries, exeID()), 0o644, false); err != nil {
+		return fmt.Errorf("save phase keys: %w", err)
+	}
+	pk.dirty = false
+	return nil
+}
+
+// exeID names this build of cairn (its path, size and mtime), as the spec
+// memo does: a rebuilt binary never trusts keys another one computed.
+var exeID = sync.OnceValue(func() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "unknown executable"
+	}
+	st, err := os.Stat(exe)
+	if err != nil {
+		return "unknown executable"
+	}
+	return fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano())
+})
+
+// fingerprint hashes what phase p's key is computed from, as gathered in
+// g: every component but the input files', which enter by name and stat,
+// and the sensitive values (which redaction replaces). ok is false when an
+// input has no stat (files found by walking a directory are not stat'ed
+// before they are hashed): such a phase always takes the full path.
+func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
+	b := make([]byte, 0, 1024)
+	b = append(b, "cairn phase fingerprint 1\n"...)
+	b = binary.AppendUvarint(b, uint64(len(e.spec.SensitiveValues)))
+	for _, v := range e.spec.SensitiveValues {
+		b = appendStr(b, v)
+	}
+	enc := cache.EncodeComponents(g.comps)
+	b = binary.AppendUvarint(b, uint64(len(enc)))
+	b = append(b, enc...)
+	b = binary.AppendUvarint(b, uint64(len(g.files)))
+	for _, f := range g.files {
+		if !f.stated {
+			return fp, false
+		}
+		b = appendStr(b, f.rel)
+		b = binary.AppendVarint(b, f.st.size)
+		b = binary.AppendVarint(b, f.st.mtime)
+		b = binary.AppendVarint(b, f.st.ctime)
+		b = binary.AppendUvarint(b, f.st.ino)
+		b = binary.AppendUvarint(b, uint64(f.st.mode))
+	}
+	return sha256.Sum256(b), true
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// calm reports whether every input of g was last modified clearly before
+// began (the racy rule): no edit made after began can have left an input
+// with the stat g holds.
+func (g *gathered) calm(began int64) bool {
+	for _, f := range g.files {
+		if !f.stated || f.st.mtime >= began-racySlack(f.st.mtime) {
+			return false
+		}
+	}
+	return true
+}

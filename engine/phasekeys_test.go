@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/binenc"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// calmFiles sets the mtime of the workspace files names an hour back, so
+// that what a run records of them is not racy.
+func calmFiles(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for _, n := range names {
+		if err := os.Chtimes(filepath.Join(dir, n), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const phaseKeysSpec = `
+phase "a" {
+  command = "cp in.txt a.txt"
+  inputs  = ["in.txt", "lib"]
+  outputs = ["a.txt"]
+}
+phase "b" {
+  command = "cp ${phase.a.outputs[0]} b.txt"
+  inputs  = ["tool.sh", "*.cfg"]
+  outputs = ["b.txt"]
+}
+`
+
+// TestPhaseKeysNoOp: a second no-op run takes every key it can from the
+// phase-key memory (not the phase whose input is a directory: walked files
+// are not stat'ed), and decides exactly as a full computation does.
+func TestPhaseKeysNoOp(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{}) // records the keys
+	e := s.engine(t)
+	plan, err := e.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.phaseKeys.hits.Load(); got != 1 {
+		t.Errorf("phase-key memory answered %d phases, want 1 (b; a has a directory input)", got)
+	}
+	// The same plan, and the same why, without the memory.
+	full := s.engine(t)
+	full.phaseKeys = nil
+	want, err := full.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry"), cmpopts.EquateEmpty()}
+	if diff := cmp.Diff(want, plan, opts); diff != "" {
+		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
+	}
+	whyMem, err := s.engine(t).Why([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noMem := s.engine(t)
+	noMem.phaseKeys = nil
+	whyFull, err := noMem.Why([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(whyFull, whyMem); diff != "" {
+		t.Errorf("why with the phase-key memory (-full +memory):\n%s", diff)
+	}
+}
+
+// TestPhaseKeysSeeChanges: after keys were remembered, every kind of
+// change reruns the phase, as without the memory: a same-size edit with
+// the mtime put back, a new file matching a glob, a mode change, a
+// changed command, a changed upstream output.
+func TestPhaseKeysSeeChanges(t *testing.T) {
+	files := map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"}
+	calm := []string{"in.txt", "lib/m.py", "tool.sh", "x.cfg"}
+	for _, tc := range []struct {
+		name   string
+		change func(t *testing.T, dir string)
+		reruns []string
+	}{
+		{"same-size edit, mtime put back", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "tool.sh")
+			fi, err := os.Stat(p)
+			must(t, err)
+			must(t, os.WriteFile(p, []byte("T\n"), 0o644))
+			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+		}, []string{"b"}},
+		{"new file matching a glob", func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, "y.cfg"), []byte("y\n"), 0o644))
+			calmFiles(t, dir, "y.cfg")
+		}, []string{"b"}},
+		{"executable bit", func(t *testing.T, dir string) {
+			must(t, os.Chmod(filepath.Join(dir, "tool.sh"), 0o755))
+		}, []string{"b"}},
+		{"command", func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, "experiment.hcl"), []byte(strings.Replace(phaseKeysSpec, "b.txt\"\n", "b.txt \"\n", 1)), 0o644))
+		}, []string{"b"}},
+		{"upstream output", func(t *testing.T, dir string) {
+			must(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("other\n"), 0o644))
+			calmFiles(t, dir, "in.txt")
+		}, []string{"a", "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSetup(t, files)
+			calmFiles(t, s.dir, calm...)
+			s.run(t, RunOptions{})
+			e0 := s.engine(t)
+			if _, err := e0.Plan(PlanOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if e0.phaseKeys.hits.Load() != 1 {
+				t.Fatalf("phase b's key not taken from the memory before the change")
+			}
+			before := map[string]int{"a": s.exec.count("a"), "b": s.exec.count("b")}
+			tc.change(t, s.dir)
+			e := s.engine(t)
+			if _, err := e.Run(t.Context(), RunOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []string{"a", "b"} {
+				want := before[p]
+				for _, r := range tc.reruns {
+					if r == p {
+						want++
+					}
+				}
+				if got := s.exec.count(p); got != want {
+					t.Errorf("phase %s ran %d times, want %d", p, got, want)
+				}
+			}
+			// And the run after that is a no-op again.
+			n := s.exec.count("b")
+			s.run(t, RunOptions{})
+			if s.exec.count("b") != n {
+				t.Errorf("phase b ran again on a no-op")
+			}
+		})
+	}
+}
+
+// TestPhaseKeysRacy: keys computed while an input is racy (modified
+// within the racy window of the computation) are not remembered.
+func TestPhaseKeysRacy(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	s.run(t, RunOptions{}) // every file was written just now
+	e := s.engine(t)
+	if _, err := e.Plan(PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.phaseKeys.hits.Load(); n != 0 {
+		t.Errorf("%d keys remembered from racy inputs were used", n)
+	}
+}
+
+// TestPhaseKeysStaleEntry: a memory naming a key that the phase's
+// components do not give (which no honest file holds) is caught at the
+// miss, and the phase is decided in full.
+func TestPhaseKeysStaleEntry(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{})
+	e := s.engine(t)
+	pk := e.phaseKeys.entries["b"]
+	pk.key = cache.ActionID{1}
+	e.phaseKeys.entries["b"] = pk
+	plan, err := e.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan.Decisions {
+		if d.Action != ActionCached {
+			t.Errorf("phase %s: %s %v, want cached", d.Phase, d.Action, d.Reasons)
+		}
+	}
+	if got := e.phaseKeys.entries["b"].key; got == (cache.ActionID{1}) {
+		t.Errorf("stale key kept")
+	}
+}
+
+// TestPhaseKeysFileDamage: a damaged, truncated or foreign file is an
+// empty memory.
+func TestPhaseKeysFileDamage(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "phasekeys")
+	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}}}
+	good := encodePhaseKeys(entries, exeID())
+	if err := os.WriteFile(p, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(entries, loadPhaseKeys(p).entries, cmp.AllowUnexported(phaseKey{})); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+	for name, b := range map[string][]byte{
+		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysHeader)+3] ^= 1; return c }(),
+		"cut short":     good[:len(good)-1],
+		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysHeader):]...),
+		"another build": encodePhaseKeys(entries, exeID()+" rebuilt"),
+	} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadPhaseKeys(p).entries; len(got) != 0 {
+			t.Errorf("%s: loaded %d entries", name, len(got))
+		}
+	}
+}
+
+// FuzzPhaseKeys feeds the decoder damaged files; with fixSum the input
+// gets a valid checksum so the fuzzer reaches the records.
+func FuzzPhaseKeys(f *testing.F) {
+	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
+	f.Add(good, false)
+	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add([]byte(phaseKeysHeader), true)
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			sum := sha256.Sum256(b)
+			b = append(b[:len(b):len(b)], sum[:]...)
+		}
+		r, err := binenc.Open(b, phaseKeysHeader)
+		if err != nil {
+			return
+		}
+		got, err := readPhaseKeys(r, "build")
+		if err != nil {
+			return
+		}
+		r2, err := binenc.Open(encodePhaseKeys(got, "build"), phaseKeysHeader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := readPhaseKeys(r2, "build")
+		if err != nil {
+			t.Fatalf("re-encoded memory does not decode: %v", err)
+		}
+		if diff := cmp.Diff(got, again, cmp.AllowUnexported(phaseKey{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("round trip changed the memory (-first +second):\n%s", diff)
+		}
+	})
+}
+
+// TestPhaseKeysDebugKey: with CAIRN_DEBUG_KEY=1 every key is computed
+// (and so written out), none taken from the memory.
+func TestPhaseKeysDebugKey(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{})
+	t.Setenv("CAIRN_DEBUG_KEY", "1")
+	if e := s.engine(t); e.phaseKeys != nil {
+		t.Errorf("phase-key memory used with CAIRN_DEBUG_KEY=1")
+	}
+}
