@@ -115,7 +115,7 @@ func (r *runner) remoteJob(ctx context.Context, x RemoteExecutor, name string, p
 			})
 			// A job id must reach state.json before cairn can die
 			// without a trace of it: resume adopts the job by it.
-			_ = r.state.write(false)
+			_ = r.state.write(syncFile)
 		},
 	}
 	if prev, ok := r.prevJobs[addr]; ok && attempt == 1 && prev.Key == ph.d.Key && prev.Executor == name {

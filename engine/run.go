@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
@@ -177,11 +178,14 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
 	// Its logs/, params/ and reports/ are made when the first phase
-	// executes (runDirs): a run that finds everything cached makes none.
-	if err := writeFileAtomic(e.ws.currentFile(), []byte(runID+"\n"), 0o644, false); err != nil {
-		return nil, err
-	}
-	defer os.Remove(e.ws.currentFile())
+	// executes (runDirs), and the file naming the run in progress with
+	// its first record (see markCurrent): a run that finds everything
+	// cached makes none.
+	defer func() {
+		if r.wroteCurrent.Load() {
+			os.Remove(e.ws.currentFile())
+		}
+	}()
 	r.binDir = e.linkSelf()
 
 	host, _ := os.Hostname()
@@ -210,14 +214,18 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			selected = append(selected, p.Addr)
 		}
 	}
-	r.state = newStateFile(e.ws.StatePath(runID), st, 250*time.Millisecond)
+	r.state = newStateFile(e.ws.StatePath(runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
 	r.ledger = spentBefore
 	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
 
 	// Phases outside an --only selection are satisfied from the workspace
 	// or the cache before anything starts.
 	if len(sel.outside) > 0 {
-		trees, err := e.satisfyOutside(sel, true)
+		err := r.state.ready() // outputs may be restored
+		var trees map[string][]cache.OutputFile
+		if err == nil {
+			trees, err = e.satisfyOutside(sel, true)
+		}
 		if err != nil {
 			r.state.update(func(st *RunState) {
 				st.Status = RunFailed
@@ -428,6 +436,21 @@ func (e *Engine) linkSelf() string {
 	return dir
 }
 
+// markCurrent names the run in .cairn/current, just before its first
+// record is written: at the latest when the run first changes the
+// workspace (restores an output, starts a command). Should this cairn
+// die, the next run kills what its phases left running (recoverStaleRun)
+// and removes the temp files its restores left (removeStaleTemps); cairn
+// status and stop find it there. A run that ends within firstRecordDelay
+// having changed nothing writes neither.
+func (r *runner) markCurrent() error {
+	if err := writeFileAtomic(r.e.ws.currentFile(), []byte(r.runID+"\n"), 0o644, false); err != nil {
+		return err
+	}
+	r.wroteCurrent.Store(true)
+	return nil
+}
+
 // runDirs makes the run directory's logs/, params/ and reports/, once,
 // before the first phase executes.
 func (r *runner) runDirs() error {
@@ -450,11 +473,12 @@ type runner struct {
 	runDir string
 	binDir string
 
-	dirsOnce sync.Once // runDirs
-	dirsErr  error
-	sel      *selection
-	state    *stateFile
-	backoff  time.Duration
+	dirsOnce     sync.Once // runDirs
+	dirsErr      error
+	wroteCurrent atomic.Bool // .cairn/current names this run
+	sel          *selection
+	state        *stateFile
+	backoff      time.Duration
 
 	mu      sync.Mutex
 	trees   map[string][]cache.OutputFile // finished (or released) phases' outputs
@@ -660,6 +684,9 @@ func (r *runner) process(ctx context.Context, addr string) bool {
 }
 
 func (r *runner) restore(d *Decision) error {
+	if err := r.state.ready(); err != nil {
+		return fmt.Errorf("save the run record: %w", err)
+	}
 	for _, o := range d.restore {
 		if err := r.e.restoreOutput(o, treeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
 			return err

@@ -12,6 +12,9 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // StateSchemaVersion is the version of state.json's layout. Version 2 adds
@@ -124,18 +127,24 @@ type PhaseState struct {
 }
 
 // stateFile owns a run's state and writes it to disk. Updates are cheap;
-// writes are grouped: a background loop writes the first record at once,
-// then at most every interval while something changed, and Close writes
-// the final state durably. Nothing waits for the first record but the
-// first phase to execute (ready): a run that finds everything cached
-// decides its phases while it is written.
+// writes are grouped: a background loop writes the first record when the
+// first phase is about to execute (ready) or after firstRecordDelay,
+// whichever comes first, then at most every interval while something
+// changed, and Close writes the final state. A run that finds everything
+// cached within firstRecordDelay writes one record, at its end.
 type stateFile struct {
-	path string
+	path   string
+	tmpDir string // .cairn: where every run looks for temp files a dead cairn left
+	// beforeFirst, if set, runs before the first record is written
+	// (it names the run in .cairn/current).
+	beforeFirst func() error
 
 	mu    sync.Mutex
 	st    *RunState
 	dirty bool
 
+	kick     chan struct{} // closed by ready: write the first record now
+	kickOnce sync.Once
 	first    chan struct{} // closed once the first record is written
 	firstErr error
 
@@ -143,25 +152,61 @@ type stateFile struct {
 	done chan struct{}
 }
 
-func newStateFile(path string, st *RunState, interval time.Duration) *stateFile {
-	sf := &stateFile{path: path, st: st, first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+// firstRecordDelay is how long a run that executes nothing goes without a
+// record on disk: long enough for a no-op to end first, short enough
+// that cairn status soon sees a run that restores or decides for longer.
+const firstRecordDelay = 100 * time.Millisecond
+
+func newStateFile(path, tmpDir string, st *RunState, interval time.Duration, beforeFirst func() error) *stateFile {
+	sf := &stateFile{path: path, tmpDir: tmpDir, beforeFirst: beforeFirst, st: st, kick: make(chan struct{}), first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go sf.loop(interval)
 	return sf
 }
 
-// ready waits for the first record and returns the error writing it.
+// ready has the first record written, if it is not yet, waits for it and
+// returns the error writing it. The engine calls it before the run changes
+// the workspace (a phase executes, an output is restored), so no command
+// starts before the run's record is on disk, and Close then writes the
+// last record durably.
 func (sf *stateFile) ready() error {
+	sf.kickOnce.Do(func() { close(sf.kick) })
 	<-sf.first
 	return sf.firstErr
 }
 
+// executed reports whether ready was called.
+func (sf *stateFile) executed() bool {
+	select {
+	case <-sf.kick:
+		return true
+	default:
+		return false
+	}
+}
+
 func (sf *stateFile) loop(interval time.Duration) {
 	defer close(sf.done)
+	delay := time.NewTimer(firstRecordDelay)
+	select {
+	case <-sf.kick:
+	case <-delay.C:
+	case <-sf.stop:
+		delay.Stop()
+		sf.firstErr = errors.New("the run ended before its first record")
+		close(sf.first)
+		return
+	}
+	delay.Stop()
+	if sf.beforeFirst != nil {
+		sf.firstErr = sf.beforeFirst()
+	}
 	// The first record holds nothing a power cut could cost (no phase has
 	// finished; finished phases are durable in the cache, and Close
 	// writes the last record durably): its content is fsynced like every
 	// state write, but the directory is not.
-	sf.firstErr = sf.write(false)
+	if sf.firstErr == nil {
+		sf.firstErr = sf.write(syncFile)
+	}
 	close(sf.first)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -180,7 +225,7 @@ func (sf *stateFile) loop(interval time.Duration) {
 			dirty := sf.dirty
 			sf.mu.Unlock()
 			if dirty {
-				_ = sf.write(false)
+				_ = sf.write(syncFile)
 			}
 		}
 	}
@@ -206,7 +251,16 @@ func (sf *stateFile) phase(addr string, fn func(*PhaseState)) {
 	})
 }
 
-func (sf *stateFile) write(durable bool) error {
+// How much of a state write is fsynced.
+type stateSync int
+
+const (
+	syncNone stateSync = iota // a run that executed nothing: its record costs nothing if lost
+	syncFile                  // the content, before the rename
+	syncAll                   // the content, then the directory after the rename
+)
+
+func (sf *stateFile) write(mode stateSync) error {
 	sf.mu.Lock()
 	b, err := marshalState(sf.st)
 	sf.dirty = false
@@ -214,7 +268,7 @@ func (sf *stateFile) write(durable bool) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(sf.path, b, 0o600, durable)
+	return cache.NoSpace(fsx.WriteFileAtomicVia(sf.tmpDir, sf.path, b, 0o600, "state", mode >= syncFile, mode == syncAll), filepath.Dir(sf.path))
 }
 
 // marshalState encodes st as indented JSON whose last member is
@@ -268,11 +322,17 @@ func (e *DamagedStateError) Error() string {
 
 func (e *DamagedStateError) Is(target error) bool { return target == ErrDamagedState }
 
-// Close stops the background loop and writes the final state durably.
+// Close stops the background loop and writes the final state: durably if
+// a phase executed; else (everything was cached or restored) without
+// fsync, since such a run's record, if a power cut took it, costs nothing
+// to make again, and its phases' results are durable in the cache.
 func (sf *stateFile) Close() error {
 	close(sf.stop)
 	<-sf.done
-	return sf.write(true)
+	if sf.executed() {
+		return sf.write(syncAll)
+	}
+	return sf.write(syncNone)
 }
 
 // ReadState reads a run's state.json. A file that is damaged (see

@@ -92,6 +92,13 @@ func Set(f FS) (restore func()) {
 // failpoints of the steps ("state": state.create-tmp, state.write, ...).
 // On error the temp file is removed.
 func WriteFileAtomic(path string, data []byte, perm fs.FileMode, label string, syncFile, syncDir bool) (err error) {
+	return WriteFileAtomicVia(filepath.Dir(path), path, data, perm, label, syncFile, syncDir)
+}
+
+// WriteFileAtomicVia is WriteFileAtomic with the temp file in tmpDir,
+// which must be on path's filesystem: a directory its writers' successors
+// look in for temp files a dead process left behind.
+func WriteFileAtomicVia(tmpDir, path string, data []byte, perm fs.FileMode, label string, syncFile, syncDir bool) (err error) {
 	fsys := Get()
 	dir := filepath.Dir(path)
 	var f File
@@ -100,7 +107,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode, label string, s
 		if err = failpoint.Hit(label + ".create-tmp"); err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		name = filepath.Join(dir, fmt.Sprintf(".%s.tmp-%d-%016x", filepath.Base(path), os.Getpid(), rand.Uint64()))
+		name = filepath.Join(tmpDir, fmt.Sprintf(".%s.tmp-%d-%016x", filepath.Base(path), os.Getpid(), rand.Uint64()))
 		f, err = fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			break
