@@ -189,15 +189,17 @@ func (m *EntryMemo) record(key ActionID, fi fs.FileInfo, e *Entry, readAt time.T
 }
 
 // Save writes the memo back if it changed. Entries not looked up in this
-// process are kept while the memo stays small; beyond that only the ones
-// used are kept, so the file tracks the workspace rather than growing.
+// process are kept while they number at most twice the used ones plus
+// 256 (another selection of targets); beyond that only the ones used are
+// kept, so the file, read by every run, tracks the workspace rather than
+// growing with every key an edit made obsolete.
 func (m *EntryMemo) Save() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.dirty {
 		return nil
 	}
-	if len(m.entries) > 2*len(m.used)+1024 {
+	if len(m.entries) > 2*len(m.used)+256 {
 		for k := range m.entries {
 			if !m.used[k] {
 				delete(m.entries, k)
