@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -27,7 +28,8 @@ type pipeline []stage
 type stage struct {
 	Args   []string   // Args[0] names the program, as written
 	Redirs []redirect // applied left to right, after the pipes, as sh does
-	Prog   string     // the program's file, found by directPlan
+	Prog   string     // the program's file, found by directPlan (absolute)
+	Exec   string     // the same file named as sh names it to execve (relative to the job's directory if written so)
 }
 
 // A redirect points one of a stage's standard descriptors elsewhere.
@@ -64,7 +66,7 @@ func directPlan(argv, env []string, dir string) (p pipeline, ok bool) {
 		return nil, false
 	}
 	for i := range p {
-		p[i].Prog, ok = lookPathEnv(p[i].Args[0], env, dir)
+		p[i].Prog, p[i].Exec, ok = lookPathExec(p[i].Args[0], env, dir)
 		if !ok || selfPath(p[i].Prog) || len(p) > 1 && !kernelExecs(p[i].Prog) {
 			return nil, false
 		}
@@ -218,7 +220,8 @@ func plainByte(c byte) bool {
 		strings.IndexByte("-_./,:+@%=", c) >= 0
 }
 
-// shellWords are the reserved words and builtins of POSIX sh and dash: a
+// shellWords are the reserved words and builtins of POSIX sh and dash
+// (and bash's time and fc, for systems whose sh is bash): a
 // command starting with one runs through the shell, even where a program
 // of the same name exists (echo, test, pwd and kill differ in details).
 var shellWords = map[string]bool{}
@@ -227,21 +230,25 @@ func init() {
 	for _, w := range strings.Fields(`! { } case do done elif else esac fi for if in then until while
 		. : [ alias bg break cd chdir command continue echo eval exec exit export false fg getopts
 		hash jobs kill local printf pwd read readonly return set shift test times trap true type
-		ulimit umask unalias unset wait`) {
+		ulimit umask unalias unset wait time fc`) {
 		shellWords[w] = true
 	}
 }
 
-// lookPathEnv finds the program name as sh would with the environment
+// lookPathExec finds the program name as sh would with the environment
 // env, in the directory dir: a name with a slash as it is, else the first
-// executable regular file in the directories of env's PATH.
-func lookPathEnv(name string, env []string, dir string) (string, bool) {
+// executable regular file in the directories of env's PATH. It returns
+// the file's absolute path, and the path sh hands to execve for it: the
+// name as written, or the PATH entry as written joined with it, relative
+// to dir unless absolute. A #! script sees that one as $0, so it must be
+// sh's, not the absolute path.
+func lookPathExec(name string, env []string, dir string) (abs, execPath string, ok bool) {
 	if strings.ContainsRune(name, '/') {
 		p := name
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		return p, executable(p)
+		return p, name, executable(p)
 	}
 	path := ""
 	for _, kv := range env {
@@ -250,18 +257,65 @@ func lookPathEnv(name string, env []string, dir string) (string, bool) {
 		}
 	}
 	for _, d := range filepath.SplitList(path) {
+		written := d
 		if d == "" {
-			d = "."
+			d, written = ".", "."
 		}
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(dir, d)
 		}
 		if p := filepath.Join(d, name); executable(p) {
-			return p, true
+			return p, written + "/" + name, true
 		}
 	}
-	return "", false
+	return "", "", false
 }
+
+// withPWD returns env with PWD as sh exports it to what it runs in dir: the
+// inherited value if it names dir, else dir's physical path (getcwd).
+func withPWD(env []string, dir string) []string {
+	i := -1
+	for k, kv := range env {
+		if strings.HasPrefix(kv, "PWD=") {
+			i = k // the last one wins
+		}
+	}
+	if i >= 0 {
+		if v := env[i][len("PWD="):]; filepath.IsAbs(v) && sameDir(v, dir) {
+			return env
+		}
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "PWD=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "PWD="+physicalDir(dir))
+}
+
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// physicalDir is dir without symbolic links, as getcwd reports it; each
+// directory is resolved once per process (every phase of a workspace
+// runs in one of a few).
+func physicalDir(dir string) string {
+	if v, ok := physicalDirs.Load(dir); ok {
+		return v.(string)
+	}
+	p, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		p = dir
+	}
+	physicalDirs.Store(dir, p)
+	return p
+}
+
+var physicalDirs sync.Map
 
 func executable(p string) bool {
 	st, err := os.Stat(p)
@@ -351,7 +405,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 	}
 	cmds := make([]*exec.Cmd, 0, len(p))
 	for i, st := range p {
-		cmd := &exec.Cmd{Path: st.Prog, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
+		cmd := &exec.Cmd{Path: st.Exec, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
 		// An unset stream stays nil: os/exec then opens /dev/null.
 		if f := fds[i][0]; f != nil {
 			cmd.Stdin = f

@@ -494,3 +494,64 @@ func TestPipelineLaterStageFails(t *testing.T) {
 		t.Errorf("survivors: %q", alive)
 	}
 }
+
+// TestPipelineEnvironmentLikeSh: a program cairn starts without a shell
+// sees what sh -c would give it: PWD exported (the physical directory,
+// also when the job's directory is reached through a symbolic link), and
+// as $0 of a #! script the path as written (./script), not an absolute
+// one, so an output printing it is the same in every workspace.
+func TestPipelineEnvironmentLikeSh(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "ws")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(real, "dollar0"), []byte("#!/bin/sh\necho \"$0\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	x := &LocalExecutor{}
+	defer x.Flush()
+	for _, tc := range []struct{ line, out string }{
+		{"env > out", "PWD="},
+		{"./dollar0 > out", ""},
+		{"./dollar0 | cat > out", ""},
+	} {
+		if _, ok := directPlan([]string{"sh", "-c", tc.line}, env, link); !ok {
+			t.Fatalf("%q: directPlan refused it; the test needs the direct path", tc.line)
+		}
+		run := func(viaSh bool) string {
+			os.Remove(filepath.Join(real, "out"))
+			if viaSh {
+				cmd := exec.Command("sh", "-c", tc.line)
+				cmd.Dir, cmd.Env = link, env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%q: sh: %v\n%s", tc.line, err, out)
+				}
+			} else if code, err := x.Run(t.Context(), &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: link, Env: env}); code != 0 || err != nil {
+				t.Fatalf("%q: %d, %v", tc.line, code, err)
+			}
+			b, err := os.ReadFile(filepath.Join(real, "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.out != "" { // only the lines that matter
+				var keep []string
+				for _, l := range strings.Split(string(b), "\n") {
+					if strings.HasPrefix(l, tc.out) {
+						keep = append(keep, l)
+					}
+				}
+				return strings.Join(keep, "\n")
+			}
+			return string(b)
+		}
+		want, got := run(true), run(false)
+		if want == "" {
+			t.Fatalf("%q: sh gave nothing to compare", tc.line)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q without sh differs from sh -c (-sh +cairn):\n%s", tc.line, diff)
+		}
+	}
+}

@@ -115,7 +115,8 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	started := time.Now()
 	var cmds []*exec.Cmd // the pipeline's stages, or the one command
 	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
-		cmds, err = p.start(job.Dir, job.Env, devNull(), stdout, stderr)
+		// sh exports PWD to what it runs; so does the direct path.
+		cmds, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
 	}
 	if cmds == nil && err == nil {
 		// Not a plain pipeline, or nothing of it started (a file that

@@ -46,9 +46,14 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 
 // attemptResult is how one execution of a phase's command ended.
 type attemptResult struct {
-	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked
+	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked, statusNotStarted
 	perr   *PhaseError
 }
+
+// statusNotStarted is an attempt whose command was not started because
+// the run stopped, halted or spent its budget while the phase waited for
+// its upstream phases (never a status in state.json).
+const statusNotStarted = "not-started"
 
 // execute runs a phase's command, retrying it as its budget allows, and
 // stores its outputs.
@@ -84,6 +89,12 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 		case StatusSucceeded:
 			r.freeSlot(addr)
 			return r.succeed(ph, began)
+		case statusNotStarted:
+			// The run stopped or halted while the phase waited for its
+			// upstream phases: it stays pending, as a phase never
+			// started does, and is skipped when the run ends.
+			r.ckpts.release(ph.ckpt)
+			return false
 		case StatusStopped:
 			end := e.now()
 			r.state.phase(addr, func(ps *PhaseState) {
@@ -210,12 +221,6 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	// A remote executor passes the timeout to its backend (which does not
-	// count the time the job waits in the queue).
-	if t := p.Budget.Timeout; t > 0 && remote == nil {
-		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
-		defer timer.Stop()
-	}
 	var last Spend
 	var overMsg string
 	watcher := newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
@@ -239,9 +244,20 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 
 	// The command starts once the upstream phases whose outputs it
 	// reads are over: what came before overlapped their fsyncs.
-	if u := r.awaitUpstreams(addr); u != "" {
+	u, granted := r.awaitUpstreams(addr)
+	if !granted {
+		return attemptResult{status: statusNotStarted}
+	}
+	if u != "" {
 		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
 			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}}
+	}
+	// The timeout counts from here: not the wait for the upstream phases
+	// and for a job slot. A remote executor passes it to its backend
+	// (which does not count the time the job waits in the queue).
+	if t := p.Budget.Timeout; t > 0 && remote == nil {
+		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
+		defer timer.Stop()
 	}
 	start := e.now()
 	startT := start.UTC()

@@ -180,7 +180,7 @@ var exeID = sync.OnceValue(func() string {
 
 // fingerprint hashes what phase p's key is computed from, as gathered in
 // g: every component but the input files', which enter by name and stat,
-// and the sensitive values (which redaction replaces). ok is false when an
+// and the sensitive values' tokens (redaction puts them in the key). ok is false when an
 // input has no stat (files found by walking a directory are not stat'ed
 // before they are hashed): such a phase always takes the full path.
 func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
@@ -188,7 +188,7 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 	b = append(b, "cairn phase fingerprint 1\n"...)
 	b = binary.AppendUvarint(b, uint64(len(e.spec.SensitiveValues)))
 	for _, v := range e.spec.SensitiveValues {
-		b = appendStr(b, v)
+		b = appendStr(b, sensitiveToken(v)) // what keys hold of it, never the value
 	}
 	enc := cache.EncodeComponents(g.comps)
 	b = binary.AppendUvarint(b, uint64(len(enc)))

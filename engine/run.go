@@ -173,10 +173,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	} else {
 		r.backoff = time.Second
 	}
+	// The run's directory is made with its first record (see stateFile)
+	// or its first executing phase (runDirs), so a cairn killed before
+	// either leaves no empty directory behind.
 	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
-	if err := os.MkdirAll(r.runDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create run directory: %w", err)
-	}
 	// Its logs/, params/ and reports/ are made when the first phase
 	// executes (runDirs), and the file naming the run in progress with
 	// its first record (see markCurrent): a run that finds everything
@@ -455,6 +455,10 @@ func (r *runner) markCurrent() error {
 // before the first phase executes.
 func (r *runner) runDirs() error {
 	r.dirsOnce.Do(func() {
+		if err := os.MkdirAll(r.runDir, 0o755); err != nil {
+			r.dirsErr = fmt.Errorf("create run directory: %w", err)
+			return
+		}
 		for _, d := range []string{"logs", "params", "reports"} {
 			if err := os.Mkdir(filepath.Join(r.runDir, d), 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				r.dirsErr = fmt.Errorf("create run directory: %w", err)
@@ -483,8 +487,11 @@ type runner struct {
 	mu      sync.Mutex
 	trees   map[string][]cache.OutputFile // finished (or released) phases' outputs
 	storing map[string]chan struct{}      // released phases: closed once over
-	ledger  Spend
-	reason  string
+	// notStarted holds the phases whose command was not started because
+	// the scheduler refused them their slot back (see awaitUpstreams).
+	notStarted map[string]bool
+	ledger     Spend
+	reason     string
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
@@ -523,11 +530,15 @@ type phaseResult struct {
 	ok       bool
 	slotOnly bool
 	released bool
-	// yield: the phase gives its job slot back while it waits for its
-	// upstream phases to be over; regrant: it asks for a slot again and
-	// waits until the channel is closed.
+	// yield: the phase gives its job slot (and pool units) back while it
+	// waits for its upstream phases to be over; regrant: it asks for them
+	// again and waits for the answer: true, or false when no new command
+	// may start (the run is stopping or halted, or its budget is spent).
 	yield   bool
-	regrant chan struct{}
+	regrant chan bool
+	// notStarted: the phase's goroutine ended without starting its
+	// command because its regrant was refused; it stays pending.
+	notStarted bool
 }
 
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
@@ -541,17 +552,30 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	inflight := 0                 // phase goroutines not yet over
 	freed := map[string]bool{}    // phases that gave their slot back early
 	released := map[string]bool{} // phases whose dependents could start before they were over
-	var regrants []chan struct{}  // phases waiting for their slot back, first come first served
+	var regrants []phaseResult    // phases waiting for their slot back, first come first served
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	for {
 		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
 		// A phase that waited for its upstream phases gets its slot back
-		// before any new phase starts, also when nothing new may start.
-		for len(regrants) > 0 && running < jobs {
-			running++
-			close(regrants[0])
-			regrants = regrants[1:]
+		// before any new phase starts; when no new command may start, it
+		// is told so and does not start its own.
+		for i := 0; i < len(regrants); {
+			g := regrants[i]
+			res := r.e.spec.Phase(g.addr).Resources
+			switch {
+			case !open() || r.budgetSpent():
+				g.regrant <- false
+			case running < jobs && pools.fits(res):
+				running++
+				pools.take(res)
+				delete(freed, g.addr)
+				g.regrant <- true
+			default:
+				i++
+				continue
+			}
+			regrants = append(regrants[:i], regrants[i+1:]...)
 		}
 		if open() {
 			queue = append(queue, plan.Ready()...)
@@ -576,7 +600,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			go func() {
 				ok := r.process(ctx, addr)
 				r.over(addr)
-				r.results <- phaseResult{addr: addr, ok: ok}
+				r.mu.Lock()
+				notStarted := r.notStarted[addr]
+				r.mu.Unlock()
+				r.results <- phaseResult{addr: addr, ok: ok, notStarted: notStarted}
 			}()
 		}
 		if inflight == 0 {
@@ -589,10 +616,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		case pr := <-r.results:
 			if pr.yield {
 				running--
+				pools.release(r.e.spec.Phase(pr.addr).Resources)
+				freed[pr.addr] = true
 				continue
 			}
 			if pr.regrant != nil {
-				regrants = append(regrants, pr.regrant)
+				regrants = append(regrants, pr)
 				continue
 			}
 			if pr.released {
@@ -610,6 +639,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
+			if pr.notStarted {
+				continue // pending: skipped when the run ends, as if never started
+			}
 			if released[pr.addr] {
 				// Its dependents were started: only a failure to
 				// store its outputs (a full cache) remains to act on.
@@ -739,10 +771,12 @@ func (r *runner) over(addr string) {
 // over, and returns the first of them that failed (storing its outputs
 // in the cache), or "".
 //
-// The phase holds a job slot; if it must wait, it gives the slot back
-// meanwhile (another phase's command may run) and asks for one again
-// after.
-func (r *runner) awaitUpstreams(addr string) string {
+// The phase holds a job slot; if it must wait, it gives the slot (and its
+// pool units) back meanwhile, so another phase's command may run, and
+// asks for them again after. The bool (granted) is false when the scheduler refuses
+// (the run is stopping or halted, or its budget is spent): the phase must
+// not start its command.
+func (r *runner) awaitUpstreams(addr string) (string, bool) {
 	ups := r.e.spec.Graph.Upstream(addr)
 	var pending []chan struct{}
 	r.mu.Lock()
@@ -754,12 +788,23 @@ func (r *runner) awaitUpstreams(addr string) string {
 	r.mu.Unlock()
 	if len(pending) > 0 {
 		r.results <- phaseResult{addr: addr, yield: true}
+		if testHookYielded != nil {
+			testHookYielded(r, addr)
+		}
 		for _, ch := range pending {
 			<-ch
 		}
-		grant := make(chan struct{})
+		grant := make(chan bool, 1)
 		r.results <- phaseResult{addr: addr, regrant: grant}
-		<-grant
+		if !<-grant {
+			r.mu.Lock()
+			if r.notStarted == nil {
+				r.notStarted = map[string]bool{}
+			}
+			r.notStarted[addr] = true
+			r.mu.Unlock()
+			return "", false
+		}
 	}
 	for _, u := range ups {
 		r.mu.Lock()
@@ -773,11 +818,15 @@ func (r *runner) awaitUpstreams(addr string) string {
 		_, failed := r.res.Failures[u]
 		r.mu.Unlock()
 		if failed {
-			return u
+			return u, true
 		}
 	}
-	return ""
+	return "", true
 }
+
+// testHookYielded, set by tests only, is called when a phase has given
+// its slot back to wait for its upstream phases.
+var testHookYielded func(r *runner, addr string)
 
 // isClosed reports whether ch, which is only ever closed, is.
 func isClosed(ch chan struct{}) bool {

@@ -131,7 +131,8 @@ type PhaseState struct {
 // first phase is about to execute (ready) or after firstRecordDelay,
 // whichever comes first, then at most every interval while something
 // changed, and Close writes the final state. A run that finds everything
-// cached within firstRecordDelay writes one record, at its end.
+// cached within firstRecordDelay writes one record, at its end, with one
+// fsync.
 type stateFile struct {
 	path   string
 	tmpDir string // .cairn: where every run looks for temp files a dead cairn left
@@ -139,9 +140,10 @@ type stateFile struct {
 	// (it names the run in .cairn/current).
 	beforeFirst func() error
 
-	mu    sync.Mutex
-	st    *RunState
-	dirty bool
+	mu      sync.Mutex
+	st      *RunState
+	dirty   bool
+	dirMade bool // the run's directory exists
 
 	kick     chan struct{} // closed by ready: write the first record now
 	kickOnce sync.Once
@@ -255,18 +257,25 @@ func (sf *stateFile) phase(addr string, fn func(*PhaseState)) {
 type stateSync int
 
 const (
-	syncNone stateSync = iota // a run that executed nothing: its record costs nothing if lost
-	syncFile                  // the content, before the rename
-	syncAll                   // the content, then the directory after the rename
+	syncFile stateSync = iota + 1 // the content, before the rename
+	syncAll                       // the content, then the directory after the rename
 )
 
 func (sf *stateFile) write(mode stateSync) error {
 	sf.mu.Lock()
 	b, err := marshalState(sf.st)
 	sf.dirty = false
+	made := sf.dirMade
+	sf.dirMade = true
 	sf.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if !made {
+		// The run's directory, made with its first record.
+		if err := os.MkdirAll(filepath.Dir(sf.path), 0o755); err != nil {
+			return fmt.Errorf("create run directory: %w", err)
+		}
 	}
 	return cache.NoSpace(fsx.WriteFileAtomicVia(sf.tmpDir, sf.path, b, 0o600, "state", mode >= syncFile, mode == syncAll), filepath.Dir(sf.path))
 }
@@ -323,16 +332,18 @@ func (e *DamagedStateError) Error() string {
 func (e *DamagedStateError) Is(target error) bool { return target == ErrDamagedState }
 
 // Close stops the background loop and writes the final state: durably if
-// a phase executed; else (everything was cached or restored) without
-// fsync, since such a run's record, if a power cut took it, costs nothing
-// to make again, and its phases' results are durable in the cache.
+// a phase executed; else (everything was cached or restored) its content
+// is fsynced, so the file is never found empty or cut short (RELIABILITY
+// I1), but not its directory: such a run's record, if a power cut took
+// it, costs nothing to make again, its phases' results being durable in
+// the cache.
 func (sf *stateFile) Close() error {
 	close(sf.stop)
 	<-sf.done
 	if sf.executed() {
 		return sf.write(syncAll)
 	}
-	return sf.write(syncNone)
+	return sf.write(syncFile)
 }
 
 // ReadState reads a run's state.json. A file that is damaged (see
