@@ -191,17 +191,21 @@ func encodeMemory(entries map[string]memEntry) []byte {
 	w := binenc.NewWriter(digestsHeader, len(keys)*96)
 	w.Len(len(keys))
 	for _, k := range keys {
-		e := entries[k]
-		w.Str(k)
-		w.Fixed(e.digest[:])
-		w.Int(e.size)
-		w.Int(e.mtime)
-		w.Int(e.ctime)
-		w.Uint(e.ino)
-		w.Uint(uint64(e.mode))
-		w.Int(e.recorded)
+		writeMemEntry(w, k, entries[k])
 	}
 	return w.Finish()
+}
+
+// writeMemEntry writes the record readMemEntry reads.
+func writeMemEntry(w *binenc.Writer, path string, e memEntry) {
+	w.Str(path)
+	w.Fixed(e.digest[:])
+	w.Int(e.size)
+	w.Int(e.mtime)
+	w.Int(e.ctime)
+	w.Uint(e.ino)
+	w.Uint(uint64(e.mode))
+	w.Int(e.recorded)
 }
 
 // Lookup returns the remembered digest of the file at key if st still

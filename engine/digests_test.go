@@ -201,15 +201,7 @@ func TestMemoryFileInPlace(t *testing.T) {
 	w := binenc.NewWriter(digestsHeader, 0)
 	w.Len(2)
 	for _, path := range []string{"b", "a"} {
-		e := in["a"]
-		w.Str(path)
-		w.Fixed(e.digest[:])
-		w.Int(e.size)
-		w.Int(e.mtime)
-		w.Int(e.ctime)
-		w.Uint(e.ino)
-		w.Uint(uint64(e.mode))
-		w.Int(e.recorded)
+		writeMemEntry(w, path, in["a"])
 	}
 	if err := os.WriteFile(p, w.Finish(), 0o644); err != nil {
 		t.Fatal(err)

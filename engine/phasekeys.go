@@ -11,6 +11,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/spec"
 )
 
 // phaseKeysHeader starts the phase-key memory file.
@@ -58,7 +59,7 @@ func loadPhaseKeys(path string) *phaseKeys {
 	if err != nil {
 		return pk
 	}
-	if entries, err := readPhaseKeys(r, exeID()); err == nil {
+	if entries, err := readPhaseKeys(r, spec.ExeID()); err == nil {
 		pk.entries, pk.used = entries, make(map[string]bool, len(entries))
 	}
 	return pk
@@ -157,26 +158,12 @@ func (pk *phaseKeys) save() error {
 			}
 		}
 	}
-	if err := writeFileAtomic(pk.path, encodePhaseKeys(pk.entries, exeID()), 0o644, false); err != nil {
+	if err := writeFileAtomic(pk.path, encodePhaseKeys(pk.entries, spec.ExeID()), 0o644, false); err != nil {
 		return fmt.Errorf("save phase keys: %w", err)
 	}
 	pk.dirty = false
 	return nil
 }
-
-// exeID names this build of cairn (its path, size and mtime), as the spec
-// memo does: a rebuilt binary never trusts keys another one computed.
-var exeID = sync.OnceValue(func() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return "unknown executable"
-	}
-	st, err := os.Stat(exe)
-	if err != nil {
-		return "unknown executable"
-	}
-	return fmt.Sprintf("%s %d %d", exe, st.Size(), st.ModTime().UnixNano())
-})
 
 // fingerprint hashes what phase p's key is computed from, as gathered in
 // g: every component but the input files', which enter by name and stat,

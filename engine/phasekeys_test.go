@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/spec"
 )
 
 func must(t *testing.T, err error) {
@@ -205,7 +206,7 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "phasekeys")
 	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}}}
-	good := encodePhaseKeys(entries, exeID())
+	good := encodePhaseKeys(entries, spec.ExeID())
 	if err := os.WriteFile(p, good, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysHeader)+3] ^= 1; return c }(),
 		"cut short":     good[:len(good)-1],
 		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysHeader):]...),
-		"another build": encodePhaseKeys(entries, exeID()+" rebuilt"),
+		"another build": encodePhaseKeys(entries, spec.ExeID()+" rebuilt"),
 	} {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

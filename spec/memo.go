@@ -106,8 +106,11 @@ func memoKey(filename, dir string, src []byte, opts Options) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// exeID names this build of cairn: a rebuilt binary never trusts a memo
+// ExeID names this build of cairn (its path, size and mtime): a rebuilt
+// binary never trusts a memo, here or in the engine's phase-key memory,
 // written by another.
+func ExeID() string { return exeID() }
+
 var exeID = sync.OnceValue(func() string {
 	exe, err := os.Executable()
 	if err != nil {
