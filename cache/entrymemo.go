@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 4\n"
+const entryMemoHeader = "cairn-entry-memo 5\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps

@@ -14,7 +14,7 @@ import (
 )
 
 // digestsHeader starts the input-digest memory file.
-const digestsHeader = "cairn-digests 2\n"
+const digestsHeader = "cairn-digests 3\n"
 
 // Memory remembers the content digest of workspace files by path, size,
 // mtime, ctime, inode and mode, so an unchanged file is never read twice.

@@ -79,7 +79,7 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "digests")
 	good := encodeMemory(map[string]memEntry{"f": {size: 1, mtime: 2}})
-	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-33]) + "\x05" + string(good[len(good)-32:])} {
+	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-binenc.TrailerSize-1]) + "\x05" + string(good[len(good)-binenc.TrailerSize:])} {
 		os.WriteFile(p, []byte(data), 0o644)
 		if m := LoadMemory(p); len(m.entries)+len(m.file.recs) != 0 {
 			t.Errorf("%q: %d entries, want 0", data, len(m.entries)+len(m.file.recs))

@@ -15,7 +15,7 @@ import (
 )
 
 // phaseKeysHeader starts the phase-key memory file.
-const phaseKeysHeader = "cairn-phase-keys 1\n"
+const phaseKeysHeader = "cairn-phase-keys 2\n"
 
 // phaseKeys remembers, per phase, the key a full computation gave and a
 // fingerprint of everything it was computed from, with the input files

@@ -16,7 +16,7 @@ import (
 // added to the model cannot be silently dropped from the memo.
 
 // memoHeader starts a memo file; its number is the layout's version.
-const memoHeader = "cairn-spec-memo 2\n"
+const memoHeader = "cairn-spec-memo 3\n"
 
 func encodeMemo(rec *memoRecord) []byte {
 	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))

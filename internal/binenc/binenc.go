@@ -1,19 +1,30 @@
 // Package binenc writes and reads the compact binary records of cairn's
 // private memo files (the spec memo, the entry memo): varints,
 // length-prefixed strings and fixed-size byte arrays, framed by a header
-// line and a SHA-256 trailer. A Reader never panics and never allocates
+// line and a checksum trailer. A Reader never panics and never allocates
 // more than its input can hold, whatever the bytes: a damaged memo is an
 // error, and the caller then does the work the memo would have saved.
+//
+// The trailer is the XXH64 of everything before it (8 bytes, little
+// endian). It guards a private file of the user's own workspace against
+// torn writes and damaged disks, not against an adversary (who could as
+// well rewrite the file and its trailer), so a fast non-cryptographic
+// hash is enough: it checks the megabytes of a large memo at memory
+// speed, where SHA-256 cost a no-op run milliseconds. Anything read from
+// a shared cache is checked with SHA-256 by its own reader.
 package binenc
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"math"
 	"unsafe"
+
+	"github.com/cespare/xxhash/v2"
 )
+
+// TrailerSize is the size of the checksum that ends every record.
+const TrailerSize = 8
 
 // ErrDamaged is returned for bytes that are not a well-formed record.
 var ErrDamaged = errors.New("damaged memo")
@@ -23,7 +34,7 @@ type Writer struct{ B []byte }
 
 // NewWriter starts a buffer with header (its first line).
 func NewWriter(header string, sizeHint int) *Writer {
-	w := &Writer{B: make([]byte, 0, len(header)+sizeHint+sha256.Size)}
+	w := &Writer{B: make([]byte, 0, len(header)+sizeHint+TrailerSize)}
 	w.B = append(w.B, header...)
 	return w
 }
@@ -65,10 +76,9 @@ func (w *Writer) Strs(ss []string) {
 	}
 }
 
-// Finish appends the SHA-256 of everything written and returns the bytes.
+// Finish appends the checksum of everything written and returns the bytes.
 func (w *Writer) Finish() []byte {
-	sum := sha256.Sum256(w.B)
-	return append(w.B, sum[:]...)
+	return binary.LittleEndian.AppendUint64(w.B, xxhash.Sum64(w.B))
 }
 
 // Reader reads values from one string holding the whole record, so the
@@ -79,7 +89,7 @@ type Reader struct {
 	err error
 }
 
-// Open checks b's header and SHA-256 trailer and returns a Reader of what
+// Open checks b's header and checksum trailer and returns a Reader of what
 // lies between them.
 func Open(b []byte, header string) (*Reader, error) {
 	body, err := frame(b, header)
@@ -104,14 +114,14 @@ func OpenOwned(b []byte, header string) (*Reader, error) {
 	return &Reader{s: unsafe.String(unsafe.SliceData(body), len(body))}, nil
 }
 
-// frame checks b's header and SHA-256 trailer and returns what lies
+// frame checks b's header and checksum trailer and returns what lies
 // between them.
 func frame(b []byte, header string) ([]byte, error) {
-	if len(b) < len(header)+sha256.Size || string(b[:len(header)]) != header {
+	if len(b) < len(header)+TrailerSize || string(b[:len(header)]) != header {
 		return nil, errors.New("not a memo of this format")
 	}
-	body, sum := b[:len(b)-sha256.Size], b[len(b)-sha256.Size:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+	body, sum := b[:len(b)-TrailerSize], b[len(b)-TrailerSize:]
+	if xxhash.Sum64(body) != binary.LittleEndian.Uint64(sum) {
 		return nil, errors.New("memo checksum mismatch")
 	}
 	return body[len(header):], nil

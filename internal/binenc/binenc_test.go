@@ -103,8 +103,8 @@ func TestDamage(t *testing.T) {
 		"empty":           nil,
 		"other header":    append([]byte("test 2\n"), good[7:]...),
 		"bad checksum":    append(good[:len(good)-1:len(good)-1], good[len(good)-1]^1),
-		"cut short":       reframe(string(good[7 : len(good)-32-2])),
-		"trailing bytes":  reframe(string(good[7:len(good)-32]) + "x"),
+		"cut short":       reframe(string(good[7 : len(good)-TrailerSize-2])),
+		"trailing bytes":  reframe(string(good[7:len(good)-TrailerSize]) + "x"),
 		"huge length":     reframe("\x00\x00\x00\x00\xff\xff\xff\xff\x0f"),
 		"varint overflow": reframe("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"),
 	} {
