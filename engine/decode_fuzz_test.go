@@ -137,7 +137,7 @@ func FuzzDigestsMemory(f *testing.F) {
 	})
 }
 
-// FuzzLockInfo: a lock.json of any content decodes into a LockInfo or is
+// FuzzLockInfo: a lock file of any content decodes into a LockInfo or is
 // ignored, and judging its holder never panics.
 func FuzzLockInfo(f *testing.F) {
 	f.Add([]byte(`{"pid":123,"run_id":"r","host":"h"}`))

@@ -105,7 +105,7 @@ func (w *Workspace) Init() error {
 // Lock is the held workspace lock.
 type Lock struct {
 	fl   *flock.Flock
-	info string
+	path string
 }
 
 // LockInfo tells who holds the workspace lock.
@@ -146,7 +146,6 @@ func (w *Workspace) TryLock(runID string) (*Lock, error) {
 		return nil, err
 	}
 	path := filepath.Join(w.StateDir(), "lock")
-	infoPath := filepath.Join(w.StateDir(), "lock.json")
 	host, _ := os.Hostname()
 	fl := flock.New(path)
 	// A run killed with SIGKILL while it was starting a phase can leave
@@ -164,7 +163,7 @@ func (w *Workspace) TryLock(runID string) (*Lock, error) {
 			break
 		}
 		le := &LockedError{Path: path}
-		if b, err := os.ReadFile(infoPath); err == nil {
+		if b, err := os.ReadFile(path); err == nil {
 			_ = json.Unmarshal(b, &le.Holder)
 		}
 		if !holderGone(le.Holder, host) || time.Now().After(deadline) {
@@ -173,11 +172,31 @@ func (w *Workspace) TryLock(runID string) (*Lock, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	b, _ := json.Marshal(LockInfo{PID: os.Getpid(), RunID: runID, Host: host})
-	if err := writeFileAtomic(infoPath, b, 0o644, false); err != nil {
+	if err := writeLockInfo(path, b); err != nil {
 		_ = fl.Unlock()
-		return nil, err
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return &Lock{fl: fl, info: infoPath}, nil
+	return &Lock{fl: fl, path: path}, nil
+}
+
+// writeLockInfo writes who holds the lock into the lock file itself
+// (empty while nobody does). Only the holder writes it; a reader that
+// catches it half-written learns nothing, which costs it only the name
+// of the holder in its error. A file of its own (lock.json, before) cost
+// every run a new inode, a rename and an unlink.
+func writeLockInfo(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteAt(b, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(b)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // holderGone reports whether the recorded lock holder was a process of
@@ -194,9 +213,9 @@ func holderGone(h LockInfo, host string) bool {
 	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
-// Unlock releases the lock.
+// Unlock releases the lock, first emptying the holder's record.
 func (l *Lock) Unlock() error {
-	_ = os.Remove(l.info)
+	_ = os.Truncate(l.path, 0)
 	return l.fl.Unlock()
 }
 

@@ -1,9 +1,14 @@
 package engine
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestHolderGone(t *testing.T) {
@@ -33,4 +38,38 @@ func TestHolderGone(t *testing.T) {
 			t.Errorf("%s: holderGone = %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestLockRecordsHolder: the lock file itself says who holds the lock,
+// a second taker is refused with that holder's pid and run, and the
+// record is emptied when the lock is released.
+func TestLockRecordsHolder(t *testing.T) {
+	w := &Workspace{Root: t.TempDir()}
+	l, err := w.TryLock("run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.TryLock("run-2")
+	var le *LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("second TryLock: %v, want a *LockedError", err)
+	}
+	host, _ := os.Hostname()
+	if diff := cmp.Diff(LockInfo{PID: os.Getpid(), RunID: "run-1", Host: host}, le.Holder); diff != "" {
+		t.Errorf("holder (-want +got):\n%s", diff)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(w.StateDir(), "lock")); err != nil || len(b) != 0 {
+		t.Errorf("lock file after Unlock: %q, %v; want empty", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(w.StateDir(), "lock.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a lock.json was written: %v", err)
+	}
+	l, err = w.TryLock("run-3")
+	if err != nil {
+		t.Fatalf("TryLock after Unlock: %v", err)
+	}
+	l.Unlock()
 }
