@@ -7,8 +7,11 @@ DEMO_CACHE := $(CURDIR)/.demo-cache
 
 .PHONY: build test test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
+# A static binary (no cgo): it starts about half a millisecond sooner
+# than one linked against libc, which a no-op run notices. Group names of
+# a shared cache are then looked up in /etc/group, then with getent(1).
 build:
-	$(GO) build -o $(BIN) ./cmd/cairn
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/cairn
 
 # The full test suite, with the race detector.
 test:

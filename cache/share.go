@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -133,17 +135,49 @@ func lookupGroup(name string) (int, error) {
 		return n, nil
 	}
 	g, err := user.LookupGroup(name)
-	if err != nil {
-		return 0, fmt.Errorf("group %q: %w", name, err)
+	if err == nil {
+		return strconv.Atoi(g.Gid)
 	}
-	return strconv.Atoi(g.Gid)
+	if _, gid, ok := getentGroup(name); ok {
+		return gid, nil
+	}
+	return 0, fmt.Errorf("group %q: %w", name, err)
 }
 
 func groupName(gid int) string {
 	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
 		return g.Name
 	}
+	if name, _, ok := getentGroup(strconv.Itoa(gid)); ok {
+		return name
+	}
 	return strconv.Itoa(gid)
+}
+
+// getentGroup asks getent(1) for a group by name or id. A cairn built
+// without cgo (as `make build` builds it: a static binary starts faster)
+// reads only /etc/group itself; getent also asks the system's other
+// sources (LDAP, SSSD), as a team's shared group often lives there.
+func getentGroup(key string) (name string, gid int, ok bool) {
+	out, err := exec.Command("getent", "group", key).Output()
+	if err != nil {
+		return "", 0, false
+	}
+	return parseGroupLine(strings.TrimSpace(string(out)))
+}
+
+// parseGroupLine parses one group(5) line: name:password:gid:members.
+func parseGroupLine(line string) (name string, gid int, ok bool) {
+	line, _, _ = strings.Cut(line, "\n")
+	f := strings.SplitN(line, ":", 4)
+	if len(f) < 3 || f[0] == "" {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(f[2])
+	if err != nil || n < 0 {
+		return "", 0, false
+	}
+	return f[0], n, true
 }
 
 // EntryKeys lists the keys of the entries in the local cache, in no

@@ -254,7 +254,9 @@ func setupTools() []*tool {
 		switch name {
 		case "cairn":
 			cairn = filepath.Join(tools, "bin", "cairn")
-			if out, err := exec.Command("go", "build", "-o", cairn, "./cmd/cairn").CombinedOutput(); err != nil {
+			build := exec.Command("go", "build", "-o", cairn, "./cmd/cairn")
+			build.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` builds it
+			if out, err := build.CombinedOutput(); err != nil {
 				t.missing = "go build ./cmd/cairn failed: " + strings.TrimSpace(string(out))
 				cairn = ""
 				break
