@@ -305,7 +305,9 @@ func marshalState(st *RunState) ([]byte, error) {
 }
 
 // checksumTail matches the checksum member marshalState appends.
-var checksumTail = regexp.MustCompile(`,\n  "checksum": "sha256:([0-9a-f]{64})"\n}\n?$`)
+var checksumTail = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`,\n  "checksum": "sha256:([0-9a-f]{64})"\n}\n?$`)
+})
 
 // ErrDamagedState matches a *DamagedStateError.
 var ErrDamagedState = errors.New("run record damaged")
@@ -360,7 +362,7 @@ func ReadState(path string) (*RunState, error) {
 	if len(b) == 0 {
 		return damaged("empty file")
 	}
-	m := checksumTail.FindSubmatchIndex(b)
+	m := checksumTail().FindSubmatchIndex(b)
 	if m != nil {
 		body := append(b[:m[0]:m[0]], "\n}"...)
 		sum := sha256.Sum256(body)

@@ -139,7 +139,7 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		env, d := evalStringMap(e, ctx, "env")
 		diags = append(diags, d...)
 		for k, v := range env {
-			if !envNameRe.MatchString(k) || strings.HasPrefix(k, "CAIRN_") {
+			if !envNameRe().MatchString(k) || strings.HasPrefix(k, "CAIRN_") {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Invalid environment variable name",
@@ -160,7 +160,7 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		diags = append(diags, d...)
 		for _, n := range list {
 			switch {
-			case !envNameRe.MatchString(n) || strings.HasPrefix(n, "CAIRN_"):
+			case !envNameRe().MatchString(n) || strings.HasPrefix(n, "CAIRN_"):
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Invalid environment variable name",

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -91,9 +92,11 @@ var slurmSchema = &hcl.BodySchema{
 }
 
 var (
-	memRe = regexp.MustCompile(`^[0-9]+[KMGTkmgt]?$`)
+	memRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+[KMGTkmgt]?$`) })
 	// Slurm's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S.
-	slurmTimeRe = regexp.MustCompile(`^(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?$`)
+	slurmTimeRe = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?$`)
+	})
 )
 
 // decodeSlurm decodes a slurm block.
@@ -142,7 +145,7 @@ func decodeSlurm(b *hcl.Block, ctx *hcl.EvalContext) (Slurm, hcl.Diagnostics) {
 	if a, ok := content.Attributes["mem"]; ok {
 		v, d := evalString(a.Expr, ctx, "slurm.mem")
 		diags = append(diags, d...)
-		if !d.HasErrors() && !memRe.MatchString(v) {
+		if !d.HasErrors() && !memRe().MatchString(v) {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
 				Summary:  "Invalid slurm.mem",
@@ -202,7 +205,7 @@ func evalSlurmTime(expr hcl.Expression, ctx *hcl.EvalContext) (time.Duration, hc
 // ParseSlurmTime parses a time in one of Slurm's formats (minutes,
 // minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]).
 func ParseSlurmTime(s string) (time.Duration, bool) {
-	m := slurmTimeRe.FindStringSubmatch(strings.TrimSpace(s))
+	m := slurmTimeRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, false
 	}

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
@@ -28,7 +29,9 @@ func didYouMean(given string, candidates []string) string {
 	return ""
 }
 
-var unsupportedArg = regexp.MustCompile(`^An argument named "([^"]+)" is not expected here\.`)
+var unsupportedArg = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^An argument named "([^"]+)" is not expected here\.`)
+})
 
 // betterSuggestions replaces HCL's "Did you mean" for unsupported
 // arguments with the closest schema name by edit distance (HCL's own pick
@@ -42,7 +45,7 @@ func betterSuggestions(diags hcl.Diagnostics, schema *hcl.BodySchema) hcl.Diagno
 		if d.Summary != "Unsupported argument" {
 			continue
 		}
-		m := unsupportedArg.FindStringSubmatch(d.Detail)
+		m := unsupportedArg().FindStringSubmatch(d.Detail)
 		if m == nil {
 			continue
 		}
