@@ -1,6 +1,9 @@
 package spec
 
 import (
+	"errors"
+	"runtime"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -41,9 +44,15 @@ func encodeMemo(rec *memoRecord) []byte {
 		w.Int(int64(p.Size))
 		writeRange(w, p.DeclRange)
 	}
+	// Each phase is a nested record (its length, then its bytes), so a
+	// reader can cut them apart first and decode them on all cores.
 	w.NilLen(len(rec.Phases), rec.Phases == nil)
+	pw := &binenc.Writer{}
 	for _, p := range rec.Phases {
-		writePhase(w, p)
+		pw.B = pw.B[:0]
+		writePhase(pw, p)
+		w.Len(len(pw.B))
+		w.Fixed(pw.B)
 	}
 	writeStrsMap(w, rec.Blocks)
 	return w.Finish()
@@ -77,9 +86,16 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 		}
 	}
 	if n, ok := r.NilLen(); ok {
-		rec.Phases = make([]*Phase, n)
+		recs := make([]string, n)
 		for i := 0; i < n && r.OK(); i++ {
-			rec.Phases[i] = readPhase(r)
+			recs[i] = r.Str()
+		}
+		if !r.OK() {
+			return nil, r.Err()
+		}
+		rec.Phases = make([]*Phase, n)
+		if err := readPhases(recs, rec.Phases); err != nil {
+			return nil, err
 		}
 	}
 	rec.Blocks = readStrsMap(r)
@@ -178,6 +194,36 @@ func writePhase(w *binenc.Writer, p *Phase) {
 	for _, rg := range p.InputRanges {
 		writeRange(w, rg)
 	}
+}
+
+// readPhases decodes the phase records recs into phases, side by side on
+// all cores for a large spec: the phases are most of a memo's bytes, and
+// decoding them lies on the path of every run before its first decision.
+func readPhases(recs []string, phases []*Phase) error {
+	const chunk = 128
+	workers := min(runtime.GOMAXPROCS(0), (len(recs)+chunk-1)/chunk)
+	decode := func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			r := binenc.NewReader(recs[i])
+			phases[i] = readPhase(r)
+			if err := r.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if workers <= 1 {
+		return decode(0, len(recs))
+	}
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	per := (len(recs) + workers - 1) / workers
+	for w := range workers {
+		lo, hi := w*per, min((w+1)*per, len(recs))
+		wg.Go(func() { errs[w] = decode(lo, hi) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func readPhase(r *binenc.Reader) *Phase {
