@@ -69,8 +69,10 @@ type Session struct {
 	path   string
 	err    error
 	closed bool
-	stop   chan struct{}
-	done   chan struct{}
+	// lingering: lines wait in w, and a flush is due within sessionLinger.
+	lingering bool
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // StartSession creates a session file labelled label (say "run
@@ -135,16 +137,25 @@ func (s *Session) Path() string {
 	return s.path
 }
 
-// Hit records that the entry for key was found and used.
-func (s *Session) Hit(key ActionID) { s.record("hit", key) }
+// Hit records that the entry for key was found and used. The line may
+// wait in memory for up to [sessionLinger] (a no-op run hits every phase's
+// entry, and a write each cost it more than its decisions): call Flush
+// before reading the entry's blobs, so a GC sees the hit before the
+// restore needs them.
+func (s *Session) Hit(key ActionID) { s.record("hit", key, false) }
 
-// Miss records that no usable entry for key was found.
-func (s *Session) Miss(key ActionID) { s.record("miss", key) }
+// Miss records that no usable entry for key was found (it may wait, as a
+// hit).
+func (s *Session) Miss(key ActionID) { s.record("miss", key, false) }
 
 // Put records that an entry for key was stored.
-func (s *Session) Put(key ActionID) { s.record("put", key) }
+func (s *Session) Put(key ActionID) { s.record("put", key, true) }
 
-func (s *Session) record(verb string, key ActionID) {
+// sessionLinger is the longest a recorded hit or miss waits in memory
+// before it is written to the session file.
+const sessionLinger = 50 * time.Millisecond
+
+func (s *Session) record(verb string, key ActionID, now bool) {
 	if s == nil {
 		return
 	}
@@ -159,10 +170,29 @@ func (s *Session) record(verb string, key ActionID) {
 		return
 	}
 	s.w.Write(b)
-	s.flushLocked()
+	switch {
+	case now:
+		s.flushLocked()
+	case s.w.Buffered() > 0 && !s.lingering:
+		s.lingering = true
+		time.AfterFunc(sessionLinger, s.Flush)
+	}
+}
+
+// Flush writes the lines recorded so far to the session file.
+func (s *Session) Flush() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.flushLocked()
+	}
 }
 
 func (s *Session) flushLocked() {
+	s.lingering = false
 	if err := s.w.Flush(); err != nil && s.err == nil {
 		s.err = err
 	}

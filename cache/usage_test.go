@@ -26,15 +26,23 @@ func TestSessionRecords(t *testing.T) {
 	}
 	s.Miss(a)
 	s.Put(a)
-	s.Hit(b)
-	// Lines are flushed as they are recorded: GC sees them while the run goes on.
+	// A put is written at once, with what waited before it: GC sees it
+	// while the run goes on.
+	want := "cairn-session 1\nlabel run train.hcl with a newline\nmiss " + a.String() + "\nput " + a.String() + "\n"
 	got, err := os.ReadFile(s.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "cairn-session 1\nlabel run train.hcl with a newline\nmiss " + a.String() + "\nput " + a.String() + "\nhit " + b.String() + "\n"
 	if diff := cmp.Diff(want, string(got)); diff != "" {
-		t.Errorf("session file before Close (-want +got):\n%s", diff)
+		t.Errorf("session file after a put (-want +got):\n%s", diff)
+	}
+	// A hit may wait in memory, at most sessionLinger, or until Flush.
+	s.Hit(b)
+	want += "hit " + b.String() + "\n"
+	s.Flush()
+	got, _ = os.ReadFile(s.Path())
+	if diff := cmp.Diff(want, string(got)); diff != "" {
+		t.Errorf("session file after Flush (-want +got):\n%s", diff)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -65,6 +73,32 @@ func TestSessionRecords(t *testing.T) {
 	}
 }
 
+// TestSessionHitLingers: a hit not flushed by anyone reaches the file by
+// itself within sessionLinger (polled here with a generous deadline).
+func TestSessionHitLingers(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	k := ComputeKey([]Component{{Kind: "k"}})
+	s, err := c.StartSession("linger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Hit(k)
+	line := "hit " + k.String() + "\n"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ := os.ReadFile(s.Path())
+		if strings.HasSuffix(string(got), line) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hit was not written within 10 s (linger %v): %q", sessionLinger, got)
+		}
+		time.Sleep(sessionLinger / 5)
+	}
+}
+
 func TestSessionNil(t *testing.T) {
 	t.Parallel()
 	var s *Session
@@ -72,6 +106,7 @@ func TestSessionNil(t *testing.T) {
 	s.Hit(k)
 	s.Miss(k)
 	s.Put(k)
+	s.Flush()
 	if err := s.Close(); err != nil || s.Path() != "" {
 		t.Errorf("nil session: Close = %v, Path = %q", err, s.Path())
 	}
