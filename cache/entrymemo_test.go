@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -265,13 +264,12 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 	}
 	good := encodeEntryMemo(in, map[Digest]memoBlob{HashBytes(nil): {recorded: 1}})
 	f.Add(good, false)
-	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add(good[:len(good)-binenc.TrailerSize], true)
 	f.Add(encodeEntryMemo(nil, nil), false)
 	f.Add([]byte(entryMemoHeader), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			sum := sha256.Sum256(b)
-			b = append(b[:len(b):len(b)], sum[:]...)
+			b = binenc.AppendTrailer(b[:len(b):len(b)])
 		}
 		index, blobs, err := decodeEntryMemo(b)
 		if err != nil {

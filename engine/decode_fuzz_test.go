@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,13 +92,12 @@ func FuzzDigestsMemory(f *testing.F) {
 		"crlf\r\nnewline":  {digest: d, mode: 0o755},
 	})
 	f.Add(good, false)
-	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add(good[:len(good)-binenc.TrailerSize], true)
 	f.Add([]byte("garbage"), false)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			sum := sha256.Sum256(b)
-			b = append(b[:len(b):len(b)], sum[:]...)
+			b = binenc.AppendTrailer(b[:len(b):len(b)])
 		}
 		entries, err := parseMemory(b)
 		if err != nil {

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -233,12 +232,11 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 func FuzzPhaseKeys(f *testing.F) {
 	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
 	f.Add(good, false)
-	f.Add(good[:len(good)-sha256.Size], true)
+	f.Add(good[:len(good)-binenc.TrailerSize], true)
 	f.Add([]byte(phaseKeysHeader), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			sum := sha256.Sum256(b)
-			b = append(b[:len(b):len(b)], sum[:]...)
+			b = binenc.AppendTrailer(b[:len(b):len(b)])
 		}
 		r, err := binenc.Open(b, phaseKeysHeader)
 		if err != nil {

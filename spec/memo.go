@@ -204,7 +204,8 @@ func readMemo(path, key string, look func(string) (string, bool)) *Spec {
 }
 
 // decodeMemo decodes a memo file's bytes (any bytes: a damaged memo is an
-// error, never a panic, and is then ignored).
+// error, never a panic, and is then ignored). It keeps b: the caller
+// must not change it again.
 func decodeMemo(b []byte) (*memoRecord, error) {
 	rec, err := decodeMemoBytes(b)
 	if err != nil {

@@ -1,11 +1,11 @@
 package spec
 
 import (
-	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/cairn-run/cairn/internal/binenc"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/tools/txtar"
@@ -236,12 +236,11 @@ func FuzzDecodeMemo(f *testing.F) {
 	}
 	if b, err := os.ReadFile(memo); err == nil {
 		f.Add(b, false)
-		f.Add(b[:len(b)-sha256.Size], true)
+		f.Add(b[:len(b)-binenc.TrailerSize], true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			sum := sha256.Sum256(b)
-			b = append(b[:len(b):len(b)], sum[:]...)
+			b = binenc.AppendTrailer(b[:len(b):len(b)])
 		}
 		rec, err := decodeMemo(b)
 		if err != nil {

@@ -58,8 +58,10 @@ func encodeMemo(rec *memoRecord) []byte {
 	return w.Finish()
 }
 
+// decodeMemoBytes decodes a memo. The strings of the model are slices of
+// b's memory (no copy of a memo of megabytes): the caller hands b over.
 func decodeMemoBytes(b []byte) (*memoRecord, error) {
-	r, err := binenc.Open(b, memoHeader)
+	r, err := binenc.OpenOwned(b, memoHeader)
 	if err != nil {
 		return nil, err
 	}

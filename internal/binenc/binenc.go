@@ -77,8 +77,12 @@ func (w *Writer) Strs(ss []string) {
 }
 
 // Finish appends the checksum of everything written and returns the bytes.
-func (w *Writer) Finish() []byte {
-	return binary.LittleEndian.AppendUint64(w.B, xxhash.Sum64(w.B))
+func (w *Writer) Finish() []byte { return AppendTrailer(w.B) }
+
+// AppendTrailer appends to b the checksum trailer of b: header and body
+// become a record Open accepts (fuzz tests seal damaged bodies with it).
+func AppendTrailer(b []byte) []byte {
+	return binary.LittleEndian.AppendUint64(b, xxhash.Sum64(b))
 }
 
 // Reader reads values from one string holding the whole record, so the
