@@ -82,12 +82,13 @@ func killMarkedAll(entries []string, minPID int) {
 	if err != nil {
 		return
 	}
+	var env []byte // one buffer for the whole scan
 	for _, name := range procs {
 		pid, err := strconv.Atoi(name)
 		if err != nil || pid == self || pid < minPID {
 			continue
 		}
-		env, err := readProcFile(filepath.Join("/proc", name, "environ"))
+		env, err = readProcFile(filepath.Join("/proc", name, "environ"), env)
 		if err != nil || !marked(env) || remoteJobProcess(env) {
 			continue
 		}
@@ -224,13 +225,19 @@ func listProcs(minPID int) ([]string, error) {
 // readProcFile reads a file of /proc. A reaper scan reads the environment
 // of every process started since the job: fsx.OpenFile spares each the
 // system calls os.ReadFile spends on Go's poller.
-func readProcFile(path string) ([]byte, error) {
+//
+// It reads into buf (from its start; a new buffer if it is too small) and
+// returns what it read, so a scan reuses one buffer.
+func readProcFile(path string, buf []byte) ([]byte, error) {
 	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
-		return nil, err
+		return buf[:0], err
 	}
 	defer f.Close()
-	b := make([]byte, 0, 4096)
+	b := buf[:0]
+	if cap(b) < 4096 {
+		b = make([]byte, 0, 4096)
+	}
 	for {
 		n, err := f.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

@@ -145,6 +145,9 @@ type stateFile struct {
 	dirty   bool
 	dirMade bool // the run's directory exists
 
+	writeMu sync.Mutex   // one write at a time: they share enc's buffers
+	enc     stateEncoder // guarded by writeMu
+
 	kick     chan struct{} // closed by ready: write the first record now
 	kickOnce sync.Once
 	first    chan struct{} // closed once the first record is written
@@ -262,8 +265,10 @@ const (
 )
 
 func (sf *stateFile) write(mode stateSync) error {
+	sf.writeMu.Lock()
+	defer sf.writeMu.Unlock()
 	sf.mu.Lock()
-	b, err := marshalState(sf.st)
+	b, err := sf.enc.marshal(sf.st)
 	sf.dirty = false
 	made := sf.dirMade
 	sf.dirMade = true
@@ -289,18 +294,39 @@ func (sf *stateFile) write(mode stateSync) error {
 // torn write, a flipped bit) is detected when it is read, while it stays
 // plain JSON for people and tools.
 func marshalState(st *RunState) ([]byte, error) {
+	var enc stateEncoder
+	return enc.marshal(st)
+}
+
+// stateEncoder encodes states as marshalState does, reusing its buffers
+// from one record to the next: a run of 1,000 phases rewrites a record of
+// hundreds of KiB every interval, and fresh buffers each time made
+// megabytes of garbage. The bytes it returns are valid until its next use.
+type stateEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+	out []byte
+}
+
+func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
+	if se.enc == nil {
+		se.enc = json.NewEncoder(&se.buf)
+		se.enc.SetIndent("", "  ")
+	}
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
-	b, err := json.MarshalIndent(&cp, "", "  ")
-	if err != nil {
+	se.buf.Reset()
+	if err := se.enc.Encode(&cp); err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
+	b := bytes.TrimSuffix(se.buf.Bytes(), []byte("\n")) // as json.MarshalIndent writes it
 	sum := sha256.Sum256(b)
-	out := make([]byte, 0, len(b)+100)
+	out := se.out[:0]
 	out = append(out, b[:len(b)-2]...) // without the closing "\n}"
 	out = append(out, ",\n  \"checksum\": \"sha256:"...)
-	out = append(out, hex.EncodeToString(sum[:])...)
+	out = hex.AppendEncode(out, sum[:])
 	out = append(out, "\"\n}\n"...)
+	se.out = out
 	return out, nil
 }
 
