@@ -123,6 +123,25 @@ func TestStatPathMatchesOS(t *testing.T) {
 		if viaDir != got {
 			t.Errorf("%s: statRel %+v, statPath %+v", rel, viaDir, got)
 		}
+		// The lstat variants describe the link itself, as os.Lstat does.
+		lfi, err := os.Lstat(p)
+		must(err)
+		lgot, err := lstatPath(p)
+		must(err)
+		if want := statOf(lfi); lgot != want {
+			t.Errorf("%s: lstatPath %+v, os.Lstat %+v", filepath.Base(p), lgot, want)
+		}
+		lviaDir, err := ws.lstatRel(rel)
+		must(err)
+		if lviaDir != lgot {
+			t.Errorf("%s: lstatRel %+v, lstatPath %+v", rel, lviaDir, lgot)
+		}
+	}
+	if st, err := ws.lstatRel("link"); err != nil || st.mode&fs.ModeSymlink == 0 {
+		t.Errorf("lstatRel(link) = %+v, %v: want the symlink itself", st, err)
+	}
+	if _, err := ws.lstatRel("missing"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(dir, "missing")) {
+		t.Errorf("lstatRel(missing) = %v: want a not-exist error naming the absolute path", err)
 	}
 	// A path leaving the root is resolved from its absolute form.
 	sub := filepath.Join(dir, "sub")

@@ -271,12 +271,14 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 				return false
 			}
 		default:
-			fi, err := os.Lstat(abs)
-			if err != nil || !fi.Mode().IsRegular() || fi.Size() != f.Size || uint32(fi.Mode().Perm())&0o111 != f.Mode&0o111 {
+			// Stat'ed from the workspace's open directory, as inputs are
+			// (a no-op run checks every phase's outputs).
+			st, err := e.ws.lstatRel(f.Path)
+			if err != nil || !st.mode.IsRegular() || st.size != f.Size || uint32(st.mode.Perm())&0o111 != f.Mode&0o111 {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.
-			d, _, err := e.mem.DigestStat(f.Path, abs, fi)
+			d, err := e.mem.digestOf(f.Path, abs, st)
 			if err != nil || d != f.Digest {
 				return false
 			}

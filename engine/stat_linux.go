@@ -24,10 +24,26 @@ func statAt(dir *os.File, rel, abs string) (fileStat, error) {
 	return st, err
 }
 
+// lstatPath is statPath of the link itself when abs is a symbolic link.
+func lstatPath(abs string) (fileStat, error) {
+	return fstatat(unix.AT_FDCWD, abs, abs, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// lstatAt is lstatPath of rel resolved from the open directory dir.
+func lstatAt(dir *os.File, rel, abs string) (fileStat, error) {
+	st, err := fstatat(int(dir.Fd()), rel, abs, unix.AT_SYMLINK_NOFOLLOW)
+	runtime.KeepAlive(dir)
+	return st, err
+}
+
 func statAtFD(dirfd int, name, abs string) (fileStat, error) {
+	return fstatat(dirfd, name, abs, 0)
+}
+
+func fstatat(dirfd int, name, abs string, flags int) (fileStat, error) {
 	var st unix.Stat_t
 	for {
-		err := unix.Fstatat(dirfd, name, &st, 0)
+		err := unix.Fstatat(dirfd, name, &st, flags)
 		if err == nil {
 			break
 		}

@@ -15,3 +15,15 @@ func statPath(abs string) (fileStat, error) {
 
 // statAt is statPath; elsewhere the directory is not used.
 func statAt(_ *os.File, _, abs string) (fileStat, error) { return statPath(abs) }
+
+// lstatPath is os.Lstat reduced to what the digest memory compares.
+func lstatPath(abs string) (fileStat, error) {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return fileStat{}, err
+	}
+	return statOf(fi), nil
+}
+
+// lstatAt is lstatPath; elsewhere the directory is not used.
+func lstatAt(_ *os.File, _, abs string) (fileStat, error) { return lstatPath(abs) }

@@ -64,6 +64,20 @@ func (w *Workspace) statRel(rel string) (fileStat, error) {
 	return statPath(w.Abs(rel))
 }
 
+// lstatRel is statRel that does not follow a final symbolic link.
+func (w *Workspace) lstatRel(rel string) (fileStat, error) {
+	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
+		if f := w.dir.open(w.Root); f != nil {
+			st, err := lstatAt(f, rel, "")
+			if pe, ok := err.(*fs.PathError); ok {
+				pe.Path = w.Abs(rel)
+			}
+			return st, err
+		}
+	}
+	return lstatPath(w.Abs(rel))
+}
+
 // StateDir returns the absolute path of .cairn/.
 func (w *Workspace) StateDir() string { return filepath.Join(w.Root, StateDirName) }
 
