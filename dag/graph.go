@@ -29,6 +29,19 @@ func (g *Graph) init() {
 	}
 }
 
+// Grow makes room for about vertices more vertices and edges more edges,
+// so a graph built in one go (a spec's thousands of phases) does not grow
+// its tables step by step.
+func (g *Graph) Grow(vertices, edges int) {
+	if g.index == nil {
+		g.index = make(map[string]int, vertices)
+		g.edges = make(map[uint64]struct{}, edges)
+	}
+	g.names = slices.Grow(g.names, vertices)
+	g.down = slices.Grow(g.down, vertices)
+	g.up = slices.Grow(g.up, vertices)
+}
+
 // add returns v's index, adding v if it is new.
 func (g *Graph) add(v string) int {
 	g.init()

@@ -3,6 +3,7 @@ package dag
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -209,5 +210,25 @@ func TestAncestorsDeepChain(t *testing.T) {
 	}
 	if got := len(g.Descendants("0")); got != n-1 {
 		t.Errorf("len(Descendants(first)) = %d, want %d", got, n-1)
+	}
+}
+
+// TestGrowKeepsGraph: Grow on an empty or a built graph changes nothing
+// but room.
+func TestGrowKeepsGraph(t *testing.T) {
+	var g Graph
+	g.Grow(3, 2)
+	g.Connect("a", "b")
+	g.Grow(10, 10)
+	g.Connect("b", "c")
+	g.Connect("a", "b") // duplicate: ignored
+	if got, want := g.Upstream("c"), []string{"b"}; !slices.Equal(got, want) {
+		t.Errorf("Upstream(c) = %v, want %v", got, want)
+	}
+	if got, want := g.Downstream("a"), []string{"b"}; !slices.Equal(got, want) {
+		t.Errorf("Downstream(a) = %v, want %v", got, want)
+	}
+	if g.Len() != 3 {
+		t.Errorf("Len = %d, want 3", g.Len())
 	}
 }

@@ -240,6 +240,11 @@ func (rec *memoRecord) spec() *Spec {
 		s.blocks = map[string][]string{}
 	}
 	g := &dag.Graph{}
+	edges := 0
+	for _, p := range s.Phases {
+		edges += len(p.Upstream)
+	}
+	g.Grow(len(s.Phases), edges)
 	for _, p := range s.Phases {
 		s.byAddr[p.Addr] = p
 		g.Add(p.Addr)
