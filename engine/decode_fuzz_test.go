@@ -59,11 +59,24 @@ func FuzzReadState(f *testing.F) {
 func FuzzKeyIndex(f *testing.F) {
 	f.Add([]byte(`{"a":"` + strings.Repeat("0f", 32) + `","b":"short"}`))
 	f.Add([]byte(`[1,2]`))
+	f.Add([]byte("{\n  \"a\": \"" + strings.Repeat("0f", 32) + "\",\n  \"b[x]\": \"short\"\n}\n"))
+	f.Add([]byte("{\n  \"a\": \"x\",\n}\n"))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p := filepath.Join(dir, "keys.json")
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
+		}
+		// The fast path reads exactly what encoding/json reads, or
+		// leaves the file to it.
+		if fast, ok := parseKeyIndex(b); ok {
+			var slow map[string]string
+			if err := json.Unmarshal(b, &slow); err != nil {
+				t.Fatalf("parseKeyIndex accepted what encoding/json refuses (%v): %q", err, b)
+			}
+			if diff := cmp.Diff(slow, fast); diff != "" {
+				t.Fatalf("parseKeyIndex (-encoding/json +fast):\n%s", diff)
+			}
 		}
 		ki := loadKeyIndex(p)
 		for addr := range ki.keys {
