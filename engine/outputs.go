@@ -300,7 +300,15 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 // through an os.Root on the workspace, so a symlink in the workspace (one
 // there before, or one swapped in while restoring) that leads outside it
 // makes the restore fail rather than write or delete outside.
+//
+// It first writes the session's waiting lines: a GC must see the hit of
+// the entry before the restore reads its blobs (cache/FORMAT.md, "Usage
+// sessions"), whichever path (a run, --only's outside phases) restores.
 func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache.InlineBlob) error {
+	e.session.Flush()
+	if testHookRestoring != nil {
+		testHookRestoring(e, o)
+	}
 	root, err := os.OpenRoot(e.ws.Root)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
@@ -314,6 +322,10 @@ func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache
 	}
 	return nil
 }
+
+// testHookRestoring, set by tests only, is called when restoreOutput is
+// about to read the blobs of output o.
+var testHookRestoring func(e *Engine, o string)
 
 // treeProblem says what is wrong with entry's output tree, or returns "":
 // every path must lie inside an output its key declares, and every

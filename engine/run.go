@@ -782,8 +782,6 @@ func (r *runner) restore(d *Decision) error {
 	if err := r.state.ready(); err != nil {
 		return fmt.Errorf("save the run record: %w", err)
 	}
-	// A GC must see the hit before the restore reads the entry's blobs.
-	r.e.session.Flush()
 	for _, o := range d.restore {
 		if err := r.e.restoreOutput(o, treeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
 			return err
