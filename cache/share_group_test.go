@@ -1,7 +1,10 @@
 package cache
 
 import (
+	"os"
 	"os/exec"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -52,5 +55,36 @@ func TestLookupGroupMatchesGetent(t *testing.T) {
 	}
 	if _, err := lookupGroup("no-such-group-cairn-" + strconv.Itoa(gid)); err == nil {
 		t.Errorf("an unknown group resolved")
+	}
+}
+
+// TestLookupGroupFallsBackToGetent: a group this binary's own lookup does
+// not know (one of LDAP or SSSD, for a binary without cgo) is found by
+// getent(1), by name and by id; here a getent of the test's own answers
+// that only for its made-up group.
+func TestLookupGroupFallsBackToGetent(t *testing.T) {
+	const name, gid = "cairn-test-ldap-group", 3987654
+	if _, err := user.LookupGroup(name); err == nil {
+		t.Skipf("group %s exists here", name)
+	}
+	if _, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		t.Skipf("group id %d exists here", gid)
+	}
+	bin := t.TempDir()
+	script := "#!/bin/sh\n" +
+		"[ \"$1\" = group ] || exit 2\n" +
+		"case \"$2\" in " + name + "|" + strconv.Itoa(gid) + ") echo '" + name + ":*:" + strconv.Itoa(gid) + ":ann,bob' ;; *) exit 2 ;; esac\n"
+	if err := os.WriteFile(filepath.Join(bin, "getent"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if got, err := lookupGroup(name); err != nil || got != gid {
+		t.Errorf("lookupGroup(%q) = %d, %v; want %d", name, got, err, gid)
+	}
+	if got := groupName(gid); got != name {
+		t.Errorf("groupName(%d) = %q, want %q", gid, got, name)
+	}
+	if _, err := lookupGroup("cairn-test-no-group"); err == nil {
+		t.Errorf("a group neither lookup knows resolved")
 	}
 }
