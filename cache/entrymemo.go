@@ -220,8 +220,8 @@ func (m *EntryMemo) Save() error {
 // The file is the header, then one record per entry (key order): the key,
 // the stamp, and the encoded entry as one string, so that loading the memo
 // only indexes records and an entry is decoded when first looked up; then
-// the raw blobs with their stamps, then the SHA-256 of everything before
-// it (package binenc).
+// the raw blobs with their stamps, then the checksum of everything before
+// it (XXH64, package binenc).
 
 func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) []byte {
 	keys := make([]ActionID, 0, len(entries))

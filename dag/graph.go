@@ -12,8 +12,9 @@ import (
 // never removed; use [Graph.Induced] to take a subgraph.
 //
 // A Graph is not safe for concurrent modification. Methods that do not
-// modify it (everything except Add and Connect) only read it, so they may
-// be called from several goroutines at once while nobody modifies it.
+// modify it (everything except Add, Connect and Grow) only read it, so
+// they may be called from several goroutines at once while nobody
+// modifies it.
 type Graph struct {
 	index map[string]int      // vertex name -> dense index
 	names []string            // dense index -> vertex name
