@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,5 +279,18 @@ func TestMissingInput(t *testing.T) {
 	}
 	if s.exec.count("c") != 0 {
 		t.Error("c ran despite its missing input")
+	}
+}
+
+// TestRunHugeJobs: any -j is a limit, however large (one meaning "no
+// limit"): nothing is sized by it.
+func TestRunHugeJobs(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
+	for _, jobs := range []int{1 << 40, math.MaxInt} {
+		os.Remove(filepath.Join(s.dir, "b.txt"))
+		res := s.run(t, RunOptions{Request: Request{Jobs: jobs}})
+		if res.Counts[StatusFailed] != 0 || res.Counts[StatusBlocked] != 0 {
+			t.Errorf("-j %d: counts %v", jobs, res.Counts)
+		}
 	}
 }

@@ -555,7 +555,7 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	var regrants []phaseResult    // phases waiting for their slot back, first come first served
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
-	pool := newWorkers(r.results, 2*jobs)
+	pool := newWorkers(r.results, 2*min(jobs, maxIdleWorkers/2))
 	for {
 		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
 		// A phase that waited for its upstream phases gets its slot back
@@ -681,6 +681,10 @@ type workers struct {
 	results chan<- phaseResult
 	idle    chan chan func() phaseResult
 }
+
+// maxIdleWorkers bounds the idle workers kept: jobs may be any number
+// (a huge -j means "no limit"), and the idle queue is allocated whole.
+const maxIdleWorkers = 1024
 
 func newWorkers(results chan<- phaseResult, keep int) *workers {
 	return &workers{results: results, idle: make(chan chan func() phaseResult, keep)}
