@@ -241,6 +241,16 @@ func (t *tempFile) sync() error {
 	return t.f.Sync()
 }
 
+// finish closes a temp file that stayed open (a pack, whose names keep
+// its content) and removes its temp name, as abort does, marking the
+// close with its failpoint.
+func (t *tempFile) finish() {
+	if t.f != nil {
+		failpoint.Hit(t.fp + ".close")
+	}
+	t.abort()
+}
+
 // abort closes the temp file if it is open and removes it. It is safe to call
 // after commit, after publish and more than once; errors are ignored because
 // a leftover temp file is harmless and GC removes old ones.

@@ -404,7 +404,7 @@ func (c *Dir) release(p *pack, broken bool) {
 		p.broken = true
 	}
 	if p.retired && p.users == 0 {
-		p.t.abort()
+		p.t.finish()
 	}
 }
 
@@ -417,7 +417,7 @@ func (c *Dir) retireLocked(p *pack) {
 		c.packs.cur = nil
 	}
 	if p.users == 0 {
-		p.t.abort() // closes it and removes its temp name; the links stay
+		p.t.finish() // closes it and removes its temp name; the links stay
 	}
 }
 
