@@ -3,7 +3,6 @@ package cache
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -37,8 +36,19 @@ func (c *Dir) PutEntry(e *Entry) error {
 }
 
 // putEntryBytes publishes the stored form b of the entry for key, whose
-// blobs are refs.
+// blobs are refs: as a record of this Dir's pack where it can, else as
+// its own file.
 func (c *Dir) putEntryBytes(key ActionID, b []byte, refs []blobRef) error {
+	err := c.putPacked(key, b, refs)
+	if !errors.Is(err, errPackUnusable) {
+		return err
+	}
+	return c.putEntryFile(key, b, refs)
+}
+
+// putEntryFile publishes the stored form b of the entry for key as a file
+// of its own (format 1 or 2).
+func (c *Dir) putEntryFile(key ActionID, b []byte, refs []blobRef) error {
 	t, err := c.newTemp("entry")
 	if err != nil {
 		return err
@@ -66,22 +76,32 @@ func (c *Dir) putEntryBytes(key ActionID, b []byte, refs []blobRef) error {
 		if !existed {
 			return t.syncDir(filepath.Dir(dst))
 		}
-		_, err = c.getLocalEntry(key)
-		switch {
-		case err == nil, errors.Is(err, errNewerEntry):
-			return nil // keep it: first writer wins
-		case errors.Is(err, ErrUntrusted):
-			// Signatures are required and ours checks: the unsigned
-			// one gives way, so this cache's readers get a hit.
-			c.quarantinePath("entry", key.String(), dst, err)
-			continue
-		case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
-			continue // moved to quarantine (or gone): publish ours
-		default:
+		done, err := c.existingEntry(key, dst)
+		if done || err != nil {
 			return err
 		}
 	}
 	return errors.New("an invalid entry is in the way and could not be moved")
+}
+
+// existingEntry decides about the entry found at dst when publishing one
+// for key: done when it stays (first writer wins), not done when it was
+// moved out of the way (or is gone) and the publish should be retried.
+func (c *Dir) existingEntry(key ActionID, dst string) (done bool, err error) {
+	_, err = c.getLocalEntry(key)
+	switch {
+	case err == nil, errors.Is(err, errNewerEntry):
+		return true, nil // keep it: first writer wins
+	case errors.Is(err, ErrUntrusted):
+		// Signatures are required and ours checks: the unsigned
+		// one gives way, so this cache's readers get a hit.
+		c.quarantinePath("entry", key.String(), dst, err)
+		return false, nil
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
+		return false, nil // moved to quarantine (or gone): publish ours
+	default:
+		return true, err
+	}
 }
 
 // checkRefs returns an error wrapping ErrNotFound for the first blob e
@@ -212,14 +232,18 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 		return nil, false, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	b, _, bad, err := readEntryFile(f, key)
 	if err != nil {
 		return nil, false, err
 	}
-	if v, ok := entryVersion(b); ok && v > maxEntryFormat {
-		return nil, false, errNewerEntry
+	if bad == nil {
+		if v, ok := entryVersion(b); ok && v > maxEntryFormat {
+			return nil, false, errNewerEntry
+		}
 	}
-	e, bad := decodeEntry(b)
+	if bad == nil {
+		e, bad = decodeEntry(b)
+	}
 	if bad == nil && e.Key != key {
 		bad = fmt.Errorf("stored under %s but holds key %s", key.Short(), e.Key.Short())
 	}

@@ -156,7 +156,7 @@ func failpointPrefix(prefix string) string {
 	switch {
 	case prefix == "blob-":
 		return "blob"
-	case prefix == "entry-":
+	case prefix == "entry-", prefix == "pack-":
 		return "ac"
 	case strings.HasPrefix(prefix, "."):
 		return "restore"
@@ -218,6 +218,39 @@ func (t *tempFile) commit() error {
 	return err
 }
 
+// makeReadOnly gives a temp file that stays open for appending (a pack)
+// its object mode at once: its descriptor still writes, and every name
+// it is published under is read-only from the start.
+func (t *tempFile) makeReadOnly() error {
+	st, err := t.f.Stat()
+	if err == nil {
+		err = failpoint.Hit(t.fp + ".chmod")
+	}
+	if err == nil {
+		err = t.f.Chmod(t.p.objectMode(st.Mode()))
+	}
+	return err
+}
+
+// sync fsyncs a temp file that stays open (a pack), so that what was
+// written to it so far may be published.
+func (t *tempFile) sync() error {
+	if err := failpoint.Hit(t.fp + ".fsync"); err != nil {
+		return err
+	}
+	return t.f.Sync()
+}
+
+// finish closes a temp file that stayed open (a pack, whose names keep
+// its content) and removes its temp name, as abort does, marking the
+// close with its failpoint.
+func (t *tempFile) finish() {
+	if t.f != nil {
+		failpoint.Hit(t.fp + ".close")
+	}
+	t.abort()
+}
+
 // abort closes the temp file if it is open and removes it. It is safe to call
 // after commit, after publish and more than once; errors are ignored because
 // a leftover temp file is harmless and GC removes old ones.
@@ -268,6 +301,38 @@ func publish(t *tempFile, dst string) (existed bool, err error) {
 				t.path = "" // it has become dst
 			}
 			return existed, err
+		}
+		return false, err
+	}
+}
+
+// linkPack publishes the pack t holds under dst as one more hard link to
+// it, never replacing dst: existed=true (and no error) when dst was
+// already there. A missing shard directory is created and synced into its
+// parent, and the link retried; an error matching fs.ErrNotExist then
+// means the pack's temp name itself is gone. Unlike publish it never
+// renames: the pack stays open for more entries.
+func linkPack(t *tempFile, dst string) (existed bool, err error) {
+	for try := 0; ; try++ {
+		if err = failpoint.Hit(t.fp + ".link"); err == nil {
+			err = fsx.Get().Link(t.path, dst)
+		}
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.Is(err, fs.ErrExist):
+			return true, nil
+		case errors.Is(err, fs.ErrNotExist) && try == 0:
+			if _, serr := os.Lstat(t.path); serr != nil {
+				return false, err // the pack's name is gone
+			}
+			if err := failpoint.Hit(t.fp + ".mkdir"); err != nil {
+				return false, err
+			}
+			if err := mkdirSynced(filepath.Dir(dst), t.p); err != nil {
+				return false, err
+			}
+			continue
 		}
 		return false, err
 	}

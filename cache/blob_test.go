@@ -361,8 +361,11 @@ type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
+// assertNoTemps checks that c, once closed (which ends its pack), left
+// nothing in tmp/.
 func assertNoTemps(t *testing.T, c *Dir) {
 	t.Helper()
+	c.Close()
 	if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
 		t.Errorf("tmp/ holds %q, want empty", got)
 	}

@@ -30,8 +30,9 @@ const cacheDirTag = cacheDirTagSig + "\n" +
 	"#\thttps://bford.info/cachedir/\n"
 
 // Dir is a content-addressed blob store plus an action cache in one
-// directory, optionally backed by a [Remote]. It holds no open files and no
-// locks: a *Dir is safe for concurrent use by many goroutines, and many
+// directory, optionally backed by a [Remote]. It holds no locks, and no
+// open file but the pack its entry puts append to, until [Dir.Close]: a
+// *Dir is safe for concurrent use by many goroutines, and many
 // processes (on many machines, as many users) may use the same directory at
 // once. Writers may duplicate work, never corrupt it.
 type Dir struct {
@@ -42,6 +43,7 @@ type Dir struct {
 
 	remote *remoteCounters
 	memo   *EntryMemo // nil: every entry is read in full
+	packs  packWriter // the pack this Dir's entry puts append to (pack.go)
 }
 
 // UseEntryMemo makes GetEntry answer from m for entries whose file has not

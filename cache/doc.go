@@ -17,7 +17,9 @@
 //     take no lock (only [Dir.GC] does, against other GCs).
 //   - Objects are published atomically and are write-once: a reader sees an
 //     object either absent or complete, and an existing valid object is never
-//     replaced.
+//     replaced. A process appends the entries it stores to one pack file and
+//     publishes each as a hard link to it (pack.go; [Dir.Close] ends the
+//     pack), so an entry costs no inode of its own.
 //   - Everything read is verified (digest of a blob, checksum, key and
 //     references of an entry). A bad object is moved to quarantine/ and
 //     reported as a [*CorruptError], which matches [ErrCorrupt]; callers

@@ -179,6 +179,7 @@ type gcRun struct {
 type gcEntry struct {
 	key     ActionID
 	f       storeFile
+	size    int64 // its file's size, or its record's in a pack
 	lastUse time.Time
 	refs    []Digest
 	live    bool
@@ -252,7 +253,8 @@ func (g *gcRun) scan() error {
 		if !ok || !f.info.Mode().IsRegular() {
 			return false // Verify's business
 		}
-		e := &gcEntry{key: key, f: f, refs: readRefs(f.path)}
+		refs, size := readRefs(f, key)
+		e := &gcEntry{key: key, f: f, refs: refs, size: size}
 		g.entries = append(g.entries, e)
 		g.byKey[key] = e
 		return false
@@ -304,7 +306,7 @@ func (g *gcRun) scan() error {
 	}
 	g.rep.EntriesBefore, g.rep.BlobsBefore = len(g.entries), len(g.blobs)
 	for _, e := range g.entries {
-		g.rep.BytesBefore += e.f.info.Size()
+		g.rep.BytesBefore += e.size
 	}
 	for _, b := range g.blobs {
 		g.rep.BytesBefore += b.size
@@ -331,21 +333,33 @@ func (g *gcRun) addSession(sf sessionFile) {
 	}
 }
 
-// readRefs returns the blobs the entry at path references. An entry that
-// does not decode (damaged, or written by a newer cairn in a format this
-// one cannot read) is searched for anything that looks like a digest
-// instead: keeping a few blobs too many is cheap, removing the blobs of a
-// newer cairn's entries is not. An unreadable entry references nothing:
-// no reader can use it.
-func readRefs(path string) []Digest {
-	f, err := openObject(path)
+// readRefs returns the blobs the entry file f (the name of key's entry)
+// references, and the bytes it accounts for: its file's size, or for a
+// pack its record's (a pack's bytes are shared by all its names, and freed
+// only when the last one goes). An entry that does not decode (damaged,
+// or written by a newer cairn in a format this one cannot read) is
+// searched for anything that looks like a digest instead: keeping a few
+// blobs too many is cheap, removing the blobs of a newer cairn's entries
+// is not. An unreadable entry references nothing: no reader can use it.
+func readRefs(f storeFile, key ActionID) ([]Digest, int64) {
+	size := f.info.Size()
+	fh, err := openObject(f.path)
 	if err != nil {
-		return nil
+		return nil, size
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	defer fh.Close()
+	b, n, bad, err := readEntryFile(fh, key)
 	if err != nil {
-		return nil
+		return nil, size
+	}
+	if bad != nil {
+		// A pack without a good record for key: its name counts for
+		// nothing, and every digest in the pack is kept.
+		if _, err := fh.Seek(0, io.SeekStart); err != nil {
+			return nil, 0
+		}
+		all, _ := io.ReadAll(io.LimitReader(fh, packMaxSize+maxEntrySize))
+		return hexRefs(all), 0
 	}
 	if e, err := decodeEntry(b); err == nil {
 		refs := entryRefs(e)
@@ -353,9 +367,9 @@ func readRefs(path string) []Digest {
 		for i, r := range refs {
 			ds[i] = r.d
 		}
-		return ds
+		return ds, n
 	}
-	return hexRefs(b)
+	return hexRefs(b), n
 }
 
 // hexRefs returns every run of exactly 64 lowercase hex digits in b.
@@ -453,7 +467,7 @@ func (g *gcRun) plan() {
 		if size <= g.opts.MaxSize {
 			break
 		}
-		size -= e.f.info.Size()
+		size -= e.size
 		for _, d := range g.evict(e, "max-size") {
 			if b := g.blobs[d]; !b.young(now, g.grace) && g.refsKnown {
 				size -= b.size
@@ -497,7 +511,7 @@ func (g *gcRun) projected(now time.Time) int64 {
 	var n int64
 	for _, e := range g.entries {
 		if e.reason == "" {
-			n += e.f.info.Size()
+			n += e.size
 		}
 	}
 	for _, b := range g.blobs {
@@ -543,7 +557,7 @@ func (g *gcRun) sortedGarbage(now time.Time) []*gcBlob {
 }
 
 func entryItem(e *gcEntry) GCItem {
-	return GCItem{Kind: "entry", ID: e.key.String(), Path: e.f.path, Size: e.f.info.Size(), LastUse: e.lastUse, Reason: e.reason}
+	return GCItem{Kind: "entry", ID: e.key.String(), Path: e.f.path, Size: e.size, LastUse: e.lastUse, Reason: e.reason}
 }
 
 func blobItem(b *gcBlob, f storeFile) GCItem {
@@ -556,7 +570,7 @@ func (g *gcRun) report() {
 	for _, e := range g.sortedEvicted() {
 		g.rep.Removed = append(g.rep.Removed, entryItem(e))
 		g.rep.EntriesRemoved++
-		g.rep.BytesRemoved += e.f.info.Size()
+		g.rep.BytesRemoved += e.size
 	}
 	for _, b := range g.sortedGarbage(now) {
 		for _, f := range b.files {
@@ -585,7 +599,7 @@ func (g *gcRun) execute() {
 		st, err := os.Lstat(e.f.path)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			g.bytesGone += e.f.info.Size() // removed by someone else: its blobs may go
+			g.bytesGone += e.size // removed by someone else: its blobs may go
 			g.entriesGone++
 			continue
 		case err != nil || !sameObject(st, e.f.info):
@@ -600,7 +614,7 @@ func (g *gcRun) execute() {
 		}
 		g.rep.Removed = append(g.rep.Removed, entryItem(e))
 		g.rep.EntriesRemoved++
-		g.rep.BytesRemoved += e.f.info.Size()
+		g.rep.BytesRemoved += e.size
 	}
 	if g.refsKnown {
 		g.recheckEntries()
@@ -708,7 +722,8 @@ func (g *gcRun) recheckEntries() {
 		if e := g.byKey[key]; e != nil && sameObject(f.info, e.f.info) {
 			return false
 		}
-		for _, d := range readRefs(f.path) {
+		refs, _ := readRefs(f, key)
+		for _, d := range refs {
 			if b := g.blobs[d]; b != nil {
 				b.refs++
 			}

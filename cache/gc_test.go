@@ -531,6 +531,12 @@ func TestGCRacingReaders(t *testing.T) {
 			}
 			verifies.Add(1)
 			for _, p := range rep.Problems {
+				if p.Class == ProblemOrphanTemp && strings.HasPrefix(p.ID, "pack-") {
+					// The writers age entries with Chtimes, which ages
+					// their whole pack, temp name included: GC removes
+					// that name, and the next put starts a new pack.
+					continue
+				}
 				fail("Verify during GC: %s %s %s: %s", p.Class, p.Kind, p.ID, p.Cause)
 			}
 		}

@@ -88,3 +88,11 @@ func corruptFile(t testing.TB, p string, off int64) {
 // longTier reports whether the long reliability tier is on (CAIRN_LONG=1,
 // make test-long): tests then use RELIABILITY.md's full counts.
 func longTier() bool { return os.Getenv("CAIRN_LONG") != "" }
+
+// noPack makes c write every entry as a file of its own (formats 1 and 2),
+// as it does where packs are impossible.
+func noPack(c *Dir) {
+	c.packs.mu.Lock()
+	c.packs.off = true
+	c.packs.mu.Unlock()
+}

@@ -33,11 +33,17 @@ type powerLossRun struct {
 	oldState, newState         []byte
 	blob                       []byte
 	d                          Digest
-	key                        ActionID
+	key, key2                  ActionID // key2: the second entry of a packed run
 	rec                        *fsxtest.Recorder
 }
 
-func recordPublish(t *testing.T, wrap func(fsx.FS) fsx.FS) *powerLossRun {
+// recordPublish records the protocol with entries in a pack (packed) or
+// each in a file of its own. A packed run stores a second entry in the
+// same pack after the first is acknowledged, so a crash state can lose
+// or garble the second record's unsynced append while the first entry
+// must stay readable, and then closes the cache (the pack's temp name
+// goes).
+func recordPublish(t *testing.T, wrap func(fsx.FS) fsx.FS, packed bool) *powerLossRun {
 	t.Helper()
 	r := &powerLossRun{root: t.TempDir()}
 	r.cacheRoot = filepath.Join(r.root, "cache")
@@ -48,6 +54,9 @@ func recordPublish(t *testing.T, wrap func(fsx.FS) fsx.FS) *powerLossRun {
 	c, err := Open(r.cacheRoot)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !packed {
+		noPack(c)
 	}
 	if err := os.MkdirAll(filepath.Dir(r.statePath), 0o755); err != nil {
 		t.Fatal(err)
@@ -77,6 +86,16 @@ func recordPublish(t *testing.T, wrap func(fsx.FS) fsx.FS) *powerLossRun {
 		t.Fatal(err)
 	}
 	r.rec.Mark("entry")
+	if packed {
+		e2 := testEntry("power loss 2", r.d)
+		e2.Outputs[0].Size = int64(len(r.blob))
+		r.key2 = e2.Key
+		if err := c.PutEntry(e2); err != nil {
+			t.Fatal(err)
+		}
+		r.rec.Mark("entry2")
+		c.Close()
+	}
 	if err := fsx.WriteFileAtomic(r.statePath, r.newState, 0o600, "state", true, true); err != nil {
 		t.Fatal(err)
 	}
@@ -141,6 +160,11 @@ func (r *powerLossRun) checkState(dst string, cs fsxtest.CrashState) string {
 			bad = append(bad, fmt.Sprintf("acknowledged entry: %v", err))
 		}
 	}
+	if acked["entry2"] {
+		if _, err := c.GetLocalEntry(r.key2); err != nil {
+			bad = append(bad, fmt.Sprintf("acknowledged second entry: %v", err))
+		}
+	}
 	st, err := os.ReadFile(rel(r.statePath))
 	switch {
 	case err != nil && !errors.Is(err, os.ErrNotExist):
@@ -160,18 +184,34 @@ func (r *powerLossRun) checkState(dst string, cs fsxtest.CrashState) string {
 // pessimistic power-loss model (fsxtest.Recorder.CrashStates), leaves
 // every acknowledged object intact, every visible object valid and every
 // state file parseable. Removing any one fsync or directory fsync from the
-// protocol must make the checker find a violation (negative controls).
+// protocol must make the checker find a violation (negative controls). It
+// runs twice: with entries as files of their own, and packed (two entries
+// appended to one pack, each published as a link to it).
 func TestPowerLoss(t *testing.T) {
+	for _, packed := range []bool{false, true} {
+		name := "file"
+		if packed {
+			name = "packed"
+		}
+		t.Run(name, func(t *testing.T) { testPowerLoss(t, packed) })
+	}
+}
+
+func testPowerLoss(t *testing.T, packed bool) {
 	began := time.Now()
 	limit := 64
 	if longTier() {
 		limit = 1024
 	}
-	r := recordPublish(t, nil)
+	r := recordPublish(t, nil, packed)
 	log := r.rec.Log()
 	// Ops per object that decide durability: fsyncs, directory fsyncs,
 	// and the link or rename that publishes.
 	perObject := map[string]int{}
+	next := map[string]string{"blob": "entry", "entry": "state", "state": "-"}
+	if packed {
+		next = map[string]string{"blob": "entry", "entry": "entry2", "entry2": "state", "state": "-"}
+	}
 	// The directory fsync after creating a shard directory is paid once
 	// per shard (256 of them), not per object: counted apart.
 	obj := "blob"
@@ -180,7 +220,7 @@ func TestPowerLoss(t *testing.T) {
 	for i, e := range log {
 		switch e.Kind {
 		case "mark":
-			obj = map[string]string{"blob": "entry", "entry": "state", "state": "-"}[e.Label]
+			obj = next[e.Label]
 		case "syncdir":
 			if i > 0 && log[i-1].Kind == "mkdir" {
 				shardSyncs++
@@ -205,14 +245,24 @@ func TestPowerLoss(t *testing.T) {
 
 	// Negative controls: the same protocol with one durability step
 	// skipped (the call reports success without reaching the recorder).
+	sep := string(filepath.Separator)
+	entryFsync := struct {
+		name  string
+		op    fsxtest.Op
+		match string
+	}{"entry fsync", fsxtest.OpSync, sep + "entry-"}
+	if packed {
+		entryFsync.name, entryFsync.match = "pack fsync", sep+"pack-"
+	}
 	controls := []struct {
 		name  string
 		op    fsxtest.Op
 		match string
 	}{
-		{"blob fsync", fsxtest.OpSync, string(filepath.Separator) + "blob-"},
-		{"entry fsync", fsxtest.OpSync, string(filepath.Separator) + "entry-"},
-		{"shard dir fsync", fsxtest.OpSyncDir, string(filepath.Separator) + "cas" + string(filepath.Separator)},
+		{"blob fsync", fsxtest.OpSync, sep + "blob-"},
+		entryFsync,
+		{"shard dir fsync", fsxtest.OpSyncDir, sep + "cas" + sep},
+		{"entry shard dir fsync", fsxtest.OpSyncDir, sep + "ac" + sep},
 		{"state fsync", fsxtest.OpSync, ".state.json.tmp-"},
 		{"state dir fsync", fsxtest.OpSyncDir, "r1"},
 	}
@@ -220,7 +270,7 @@ func TestPowerLoss(t *testing.T) {
 	for _, ctl := range controls {
 		nr := recordPublish(t, func(base fsx.FS) fsx.FS {
 			return &fsxtest.Fault{Base: base, Op: ctl.op, Match: ctl.match, Drop: true}
-		})
+		}, packed)
 		_, v := nr.check(t, limit/4)
 		if len(v) == 0 {
 			t.Errorf("negative control %q: the checker found no violation without that step", ctl.name)
@@ -229,6 +279,6 @@ func TestPowerLoss(t *testing.T) {
 		caught++
 		t.Logf("negative control %q: %d violations, e.g. %s", ctl.name, len(v), v[0])
 	}
-	t.Logf("FIGURE T4 ops=%d fsync_relevant_blob=%d fsync_relevant_entry=%d fsync_relevant_state=%d shard_dir_syncs=%d crash_states=%d violations=%d negative_controls=%d/%d negative_control_fails=%v wall=%.1fs",
-		len(log), perObject["blob"], perObject["entry"], perObject["state"], shardSyncs, states, len(violations), caught, len(controls), caught == len(controls), time.Since(began).Seconds())
+	t.Logf("FIGURE T4 protocol=%s ops=%d fsync_relevant_blob=%d fsync_relevant_entry=%d fsync_relevant_entry2=%d fsync_relevant_state=%d shard_dir_syncs=%d crash_states=%d violations=%d negative_controls=%d/%d negative_control_fails=%v wall=%.1fs",
+		map[bool]string{false: "file", true: "packed"}[packed], len(log), perObject["blob"], perObject["entry"], perObject["entry2"], perObject["state"], shardSyncs, states, len(violations), caught, len(controls), caught == len(controls), time.Since(began).Seconds())
 }

@@ -20,7 +20,7 @@ type Stats struct {
 	Shared bool
 
 	Entries    int   // files in ac/ with a valid name
-	EntryBytes int64 // their size
+	EntryBytes int64 // their size on disk, each pack counted once
 	Blobs      int   // files in cas/ with a valid name; a digest stored both raw and compressed counts twice
 	BlobBytes  int64 // their size on disk
 	Bytes      int64 // EntryBytes + BlobBytes: what GC's MaxSize limits
@@ -63,12 +63,19 @@ func (c *Dir) Stats(recent int) (*Stats, error) {
 	var errs []error
 	onErr := func(path string, err error) { errs = append(errs, err) }
 
+	packs := map[packID]bool{} // a pack's bytes count once, whatever its names
 	walkStore(filepath.Join(c.root, acDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir() && validShard(f.name)
 		}
 		if _, ok := parseEntryFileName(filepath.Base(filepath.Dir(f.path)), f.name); ok && f.info.Mode().IsRegular() {
 			s.Entries++
+			if dev, ino, nlink, ok := fileID(f.info); ok && nlink > 1 {
+				if packs[packID{dev, ino}] {
+					return false
+				}
+				packs[packID{dev, ino}] = true
+			}
 			s.EntryBytes += f.info.Size()
 		}
 		return false

@@ -203,7 +203,10 @@ func (c *Dir) ReadEntryBytes(key ActionID) (*Entry, []byte, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEntrySize+1))
+	b, _, bad, err := readEntryFile(f, key)
+	if err == nil && bad != nil {
+		err = fmt.Errorf("%w: %w", ErrCorrupt, bad)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -384,8 +384,8 @@ func (v *verifier) checkBlob(f storeFile) {
 func (v *verifier) checkEntry(f storeFile) {
 	key, ok := parseEntryFileName(filepath.Base(filepath.Dir(f.path)), f.name)
 	v.rep.Entries++
-	v.rep.Bytes += f.info.Size()
 	if !v.checkObjectFile("entry", f, ok) {
+		v.rep.Bytes += f.info.Size()
 		return
 	}
 	id := key.String()
@@ -404,12 +404,21 @@ func (v *verifier) checkEntry(f storeFile) {
 			v.ioProblem("entry", f.path, err)
 			return
 		}
-		var err error
-		b, err = io.ReadAll(io.LimitReader(fh, maxEntrySize+1))
+		var (
+			err  error
+			size int64
+		)
+		b, size, bad, err = readEntryFile(fh, key)
 		v.rep.ReadBytes += int64(len(b))
 		if err != nil {
 			v.ioProblem("entry", f.path, err)
 			return
+		}
+		if try == 0 {
+			v.rep.Bytes += size // a packed entry counts its record
+		}
+		if bad != nil {
+			continue
 		}
 		if ver, ok := entryVersion(b); ok && ver > maxEntryFormat {
 			v.rep.NewerEntries++

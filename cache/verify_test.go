@@ -146,7 +146,7 @@ func TestCorruptionClasses(t *testing.T) {
 		}
 		table[class][target] = result
 	}
-	targets := []string{"blob raw", "blob zst", "entry"}
+	targets := []string{"blob raw", "blob zst", "entry", "packed entry"}
 	t.Cleanup(func() {
 		var b strings.Builder
 		fmt.Fprintf(&b, "T11 corruption class × detected (lookup; verify):\n%-26s", "class")
@@ -171,9 +171,13 @@ func TestCorruptionClasses(t *testing.T) {
 					t.Skip("running as root, which reads files whatever their mode: the unreadable class cannot be injected")
 				}
 				c := newDir(t)
-				if target == "entry" {
+				switch target {
+				case "entry":
+					noPack(c)
 					record(inj.name, target, corruptEntryClass(t, c, inj))
-				} else {
+				case "packed entry":
+					record(inj.name, target, corruptPackedClass(t, c, inj))
+				default:
 					record(inj.name, target, corruptBlobClass(t, c, inj, target == "blob zst"))
 				}
 			})
@@ -230,6 +234,57 @@ func corruptBlobClass(t *testing.T, c *Dir, inj injection, compressed bool) stri
 		}
 	}
 	return strings.Join(results, " / ")
+}
+
+// corruptPackedClass damages the pack holding an entry: the pack holds
+// only that entry's record (another entry went to another process's pack),
+// so the damage hits the record, except for bytes appended after it: a
+// pack's tail beyond its last record is where a crashed writer leaves a
+// torn record, not damage, and the entry stays a hit.
+func corruptPackedClass(t *testing.T, c *Dir, inj injection) string {
+	e := putSample(t, c)
+	if err := c.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Open(c.Root())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	other := testEntry("other", HashBytes([]byte("weights")))
+	if err := c2.PutEntry(other); err != nil {
+		t.Fatal(err)
+	}
+	p := c.entryPath(e.Key)
+	if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte(packHeader)) {
+		t.Fatalf("entry not stored in a pack: %q, %v", b[:min(len(b), 16)], err)
+	}
+	inj.apply(t, p, c.entryPath(other.Key))
+	verified := verifyClasses(t, c, e.Key.String())
+	got, err := c.GetEntry(e.Key)
+	var result string
+	if inj.name == "append" {
+		if err != nil || !cmp.Equal(e, got) || verified != "MISSED" {
+			t.Errorf("bytes appended after a pack's last record: GetEntry = %v, verify %s; want the entry, and nothing reported", err, verified)
+		}
+		result = "GetEntry: hit (tail not damage); verify: none"
+	} else {
+		result = "GetEntry: " + checkMiss(t, c, "GetEntry", err, p) + "; verify: " + verified
+	}
+	if err := c.PutEntry(e); err != nil {
+		t.Fatalf("re-put after %s: %v", inj.name, err)
+	}
+	got, err = c.GetEntry(e.Key)
+	if err != nil {
+		t.Fatalf("GetEntry after re-put: %v", err)
+	}
+	if diff := cmp.Diff(e, got); diff != "" {
+		t.Errorf("GetEntry after re-put (-want +got):\n%s", diff)
+	}
+	if _, err := c2.GetEntry(other.Key); err != nil && inj.name != "symlink to another object" {
+		t.Errorf("the entry in the other pack: %v", err)
+	}
+	return result
 }
 
 func corruptEntryClass(t *testing.T, c *Dir, inj injection) string {

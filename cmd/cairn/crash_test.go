@@ -160,8 +160,11 @@ func TestCrashLoop(t *testing.T) {
 			}
 		}
 		temps, vt := w.verify(fmt.Sprintf("after run %d (killed %v, at %s hit %d or after %s)", i, killed, target, hits, delay))
-		if temps-lastTemps > 2 {
-			t.Errorf("run %d left %d temp files in the cache, more than the 2 writes -j 2 has in flight", i, temps-lastTemps)
+		// A killed run leaves the temp files of its writes in flight
+		// and the temp name of its pack of entries (whose published
+		// names keep it; GC removes the name after TempGrace).
+		if temps-lastTemps > 3 {
+			t.Errorf("run %d left %d temp files in the cache, more than the 2 writes -j 2 has in flight and its pack", i, temps-lastTemps)
 		}
 		lastTemps = temps
 		maxTemps = max(maxTemps, temps)

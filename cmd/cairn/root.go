@@ -60,6 +60,21 @@ type globals struct {
 	watchesCtx atomic.Bool
 
 	warnMu sync.Mutex
+
+	// caches are the caches the command opened, closed when it ends
+	// (closing a cache ends its pack of entries: cache.Dir.Close).
+	cachesMu sync.Mutex
+	caches   []*cache.Dir
+}
+
+// closeCaches closes every cache the command opened.
+func (g *globals) closeCaches() {
+	g.cachesMu.Lock()
+	defer g.cachesMu.Unlock()
+	for _, c := range g.caches {
+		c.Close()
+	}
+	g.caches = nil
 }
 
 // graceful asks that the first interrupt only close the returned channel
@@ -127,6 +142,7 @@ func Main() int {
 	root.SetArgs(terraformStyleFlags(os.Args[1:]))
 	stopProfiles := startProfiles()
 	err := root.ExecuteContext(ctx)
+	g.closeCaches()
 	stopProfiles()
 	if err == nil {
 		return exitOK
@@ -364,6 +380,9 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open cache: %w", err)
 	}
+	g.cachesMu.Lock()
+	g.caches = append(g.caches, c)
+	g.cachesMu.Unlock()
 	return c, nil
 }
 
