@@ -304,6 +304,11 @@ func TestPackFallbacks(t *testing.T) {
 		if isPacked(t, c, e1.Key) || isPacked(t, c, e2.Key) {
 			t.Errorf("entries packed although link(2) was refused")
 		}
+		// The pack that could not be linked is closed and unnamed at
+		// once, not kept open until Close (a crash would leave it).
+		if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
+			t.Errorf("tmp/ holds %q after packing was found impossible, want empty before Close", got)
+		}
 		for _, e := range []*Entry{e1, e2} {
 			if _, err := c.GetEntry(e.Key); err != nil {
 				t.Errorf("fallback entry: %v", err)
