@@ -576,7 +576,9 @@ func TestPackEntryMemo(t *testing.T) {
 // FuzzPackRecord feeds arbitrary bytes to the pack scanner and record
 // checker: no panic, every record the scan finds either checks (and then
 // re-encodes to the same bytes) or is refused, and records appended in
-// front of the arbitrary bytes are all found, in order.
+// front of the arbitrary bytes are all found, in order; read from a file
+// under each key, they give that key's first record, also after the file
+// is rewritten in place (a new pack on an inode the readers indexed).
 func FuzzPackRecord(f *testing.F) {
 	key := ComputeKey([]Component{{Kind: "command", Value: "x"}})
 	f.Add([]byte{}, []byte("body"))
@@ -625,6 +627,57 @@ func FuzzPackRecord(f *testing.F) {
 		}
 		if off != n {
 			t.Fatalf("records end at %d, want %d", off, n)
+		}
+
+		// The same through a file, as a name of a pack is read: each key
+		// yields its first record, and a key with none is bad. The file
+		// is then rewritten in place with the records in the other order
+		// and another body for the second key: a new pack on the same
+		// inode, which the readers' index (by device and inode) must not
+		// answer for.
+		path := filepath.Join(t.TempDir(), "pack")
+		absent := ComputeKey([]Component{{Kind: "command", Value: "absent"}})
+		body2 := append(slices.Clip(body), '!')
+		for _, recs := range [][]struct {
+			key  ActionID
+			body []byte
+		}{{{keys[0], body}, {keys[1], body}}, {{keys[1], body2}, {keys[0], body}}} {
+			file := []byte(packHeader)
+			for _, r := range recs {
+				file = appendPackRecord(file, r.key, r.body)
+			}
+			if err := os.WriteFile(path, append(file, tail...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range append(keys, absent) {
+				var want []byte // the first record's body
+				found := false
+				for _, r := range recs {
+					if r.key == k {
+						want, found = r.body, true
+						break
+					}
+				}
+				got, wantBad := []byte(nil), !found || bytes.HasPrefix(want, []byte(packHeader))
+				fh, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _, bad, err := readEntryFile(fh, k)
+				fh.Close()
+				if err != nil {
+					t.Fatalf("readEntryFile: %v", err)
+				}
+				if bad == nil {
+					got = b
+				}
+				switch {
+				case wantBad && bad == nil:
+					t.Fatalf("key %s: got a record of %d bytes, want none", k.Short(), len(got))
+				case !wantBad && !bytes.Equal(got, want):
+					t.Fatalf("key %s: got %q (%v), want its first record's body %q", k.Short(), got, bad, want)
+				}
+			}
 		}
 	})
 }
