@@ -497,6 +497,46 @@ func TestPackVerify(t *testing.T) {
 	}
 }
 
+// TestPackVerifyIdleTemp: a process's pack keeps its temp name for as
+// long as the process stores entries, and a long phase can leave it
+// unchanged for hours. Verify must not report it as a crashed write's
+// leftover (orphan-tmp, exit status 1) while names are published from
+// it, but does once it has none.
+func TestPackVerifyIdleTemp(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	defer c.Close()
+	es := packedEntries(t, c, "idle", 2)
+	tmp := c.packs.cur.t.path
+	if _, nlink := entryInode(t, c, es[0].Key); nlink != 3 {
+		t.Fatalf("pack has %d links, want 2 names and its temp name", nlink)
+	}
+	old := time.Now().Add(-2 * TempGrace)
+	if err := os.Chtimes(tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 || rep.InFlight != 1 {
+		t.Errorf("Verify of a cache whose live pack was last appended to %v ago: problems %+v, %d in flight; want none, 1", 2*TempGrace, rep.Problems, rep.InFlight)
+	}
+	// Its names gone (evicted), the temp name holds the pack's bytes alone.
+	for _, e := range es {
+		if err := os.Remove(c.entryPath(e.Key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Class != ProblemOrphanTemp || rep.Problems[0].ID != filepath.Base(tmp) {
+		t.Errorf("Verify with the pack's names gone: %+v, want its temp name an orphan", rep.Problems)
+	}
+}
+
 // The workspace memo over packs: a pack changes (appends, links, unlinks)
 // under entries it vouches for, which must only cost misses, never return
 // another entry.
