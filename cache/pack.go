@@ -473,8 +473,13 @@ func (c *Dir) putPacked(key ActionID, b []byte, refs []blobRef) error {
 			broken = true // full: the next put starts a new pack
 			return errPackUnusable
 		case linkUnsupported(err), errors.Is(err, syscall.EXDEV):
+			// No more packs here: retire this one now (it is closed and
+			// unnamed when its last put is done), or it would stay open,
+			// with its temp name, until Close: appendEntry no longer
+			// looks at it.
 			c.packs.mu.Lock()
 			c.packs.off = true
+			c.retireLocked(p)
 			c.packs.mu.Unlock()
 			broken = true
 			return errPackUnusable

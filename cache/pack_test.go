@@ -304,6 +304,11 @@ func TestPackFallbacks(t *testing.T) {
 		if isPacked(t, c, e1.Key) || isPacked(t, c, e2.Key) {
 			t.Errorf("entries packed although link(2) was refused")
 		}
+		// The pack that could not be linked is closed and unnamed at
+		// once, not kept open until Close (a crash would leave it).
+		if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
+			t.Errorf("tmp/ holds %q after packing was found impossible, want empty before Close", got)
+		}
 		for _, e := range []*Entry{e1, e2} {
 			if _, err := c.GetEntry(e.Key); err != nil {
 				t.Errorf("fallback entry: %v", err)
@@ -492,6 +497,46 @@ func TestPackVerify(t *testing.T) {
 	}
 }
 
+// TestPackVerifyIdleTemp: a process's pack keeps its temp name for as
+// long as the process stores entries, and a long phase can leave it
+// unchanged for hours. Verify must not report it as a crashed write's
+// leftover (orphan-tmp, exit status 1) while names are published from
+// it, but does once it has none.
+func TestPackVerifyIdleTemp(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	defer c.Close()
+	es := packedEntries(t, c, "idle", 2)
+	tmp := c.packs.cur.t.path
+	if _, nlink := entryInode(t, c, es[0].Key); nlink != 3 {
+		t.Fatalf("pack has %d links, want 2 names and its temp name", nlink)
+	}
+	old := time.Now().Add(-2 * TempGrace)
+	if err := os.Chtimes(tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 0 || rep.InFlight != 1 {
+		t.Errorf("Verify of a cache whose live pack was last appended to %v ago: problems %+v, %d in flight; want none, 1", 2*TempGrace, rep.Problems, rep.InFlight)
+	}
+	// Its names gone (evicted), the temp name holds the pack's bytes alone.
+	for _, e := range es {
+		if err := os.Remove(c.entryPath(e.Key)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err = c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].Class != ProblemOrphanTemp || rep.Problems[0].ID != filepath.Base(tmp) {
+		t.Errorf("Verify with the pack's names gone: %+v, want its temp name an orphan", rep.Problems)
+	}
+}
+
 // The workspace memo over packs: a pack changes (appends, links, unlinks)
 // under entries it vouches for, which must only cost misses, never return
 // another entry.
@@ -571,7 +616,9 @@ func TestPackEntryMemo(t *testing.T) {
 // FuzzPackRecord feeds arbitrary bytes to the pack scanner and record
 // checker: no panic, every record the scan finds either checks (and then
 // re-encodes to the same bytes) or is refused, and records appended in
-// front of the arbitrary bytes are all found, in order.
+// front of the arbitrary bytes are all found, in order; read from a file
+// under each key, they give that key's first record, also after the file
+// is rewritten in place (a new pack on an inode the readers indexed).
 func FuzzPackRecord(f *testing.F) {
 	key := ComputeKey([]Component{{Kind: "command", Value: "x"}})
 	f.Add([]byte{}, []byte("body"))
@@ -620,6 +667,57 @@ func FuzzPackRecord(f *testing.F) {
 		}
 		if off != n {
 			t.Fatalf("records end at %d, want %d", off, n)
+		}
+
+		// The same through a file, as a name of a pack is read: each key
+		// yields its first record, and a key with none is bad. The file
+		// is then rewritten in place with the records in the other order
+		// and another body for the second key: a new pack on the same
+		// inode, which the readers' index (by device and inode) must not
+		// answer for.
+		path := filepath.Join(t.TempDir(), "pack")
+		absent := ComputeKey([]Component{{Kind: "command", Value: "absent"}})
+		body2 := append(slices.Clip(body), '!')
+		for _, recs := range [][]struct {
+			key  ActionID
+			body []byte
+		}{{{keys[0], body}, {keys[1], body}}, {{keys[1], body2}, {keys[0], body}}} {
+			file := []byte(packHeader)
+			for _, r := range recs {
+				file = appendPackRecord(file, r.key, r.body)
+			}
+			if err := os.WriteFile(path, append(file, tail...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range append(keys, absent) {
+				var want []byte // the first record's body
+				found := false
+				for _, r := range recs {
+					if r.key == k {
+						want, found = r.body, true
+						break
+					}
+				}
+				got, wantBad := []byte(nil), !found || bytes.HasPrefix(want, []byte(packHeader))
+				fh, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _, bad, err := readEntryFile(fh, k)
+				fh.Close()
+				if err != nil {
+					t.Fatalf("readEntryFile: %v", err)
+				}
+				if bad == nil {
+					got = b
+				}
+				switch {
+				case wantBad && bad == nil:
+					t.Fatalf("key %s: got a record of %d bytes, want none", k.Short(), len(got))
+				case !wantBad && !bytes.Equal(got, want):
+					t.Fatalf("key %s: got %q (%v), want its first record's body %q", k.Short(), got, bad, want)
+				}
+			}
 		}
 	})
 }

@@ -23,7 +23,7 @@ type Stats struct {
 	EntryBytes int64 // their size on disk, each pack counted once
 	Blobs      int   // files in cas/ with a valid name; a digest stored both raw and compressed counts twice
 	BlobBytes  int64 // their size on disk
-	Bytes      int64 // EntryBytes + BlobBytes: what GC's MaxSize limits
+	Bytes      int64 // EntryBytes + BlobBytes on disk; GC's MaxSize limits the same but counts a packed entry as its record, so a pack whose names GC evicted only in part keeps more on disk than GC counts
 
 	CompressedBlobs int // blobs stored as .zst
 	// UncompressedBytes is the content size of every raw blob plus that of
@@ -39,9 +39,9 @@ type Stats struct {
 	// same blobs (so ≥ 1 when compression saves space); 0 with no blobs.
 	CompressionRatio float64
 
-	TempFiles       int // files in tmp/: writes in flight, or left by crashes
-	TempBytes       int64
-	Quarantined     int // objects moved to quarantine/ after failing verification
+	TempFiles       int   // files in tmp/: writes in flight, or left by crashes
+	TempBytes       int64 // their size; a pack's temp name counts its pack, counted in EntryBytes too while it has names
+	Quarantined     int   // objects moved to quarantine/ after failing verification
 	QuarantineBytes int64
 
 	// Sessions are the newest sessions asked for, newest first; Hits,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -94,7 +95,7 @@ type VerifyReport struct {
 	Bytes           int64 // on-disk size of the blobs and entries found
 	CompressedBytes int64 // on-disk size of the compressed blobs
 	ReadBytes       int64 // bytes read and hashed or decoded
-	InFlight        int   // temp files younger than TempGrace: writes in progress, not a problem
+	InFlight        int   // temp files younger than TempGrace (writes in progress) and temp names of packs with published names: not a problem
 	Quarantined     int   // objects in quarantine/
 	NewerEntries    int   // entries in a newer format, left alone
 	Elapsed         time.Duration
@@ -471,7 +472,7 @@ func (v *verifier) checkTemp() {
 			continue
 		}
 		age := now.Sub(st.ModTime())
-		if age < TempGrace {
+		if age < TempGrace || publishedPack(de.Name(), st) {
 			v.rep.InFlight++
 			continue
 		}
@@ -489,6 +490,16 @@ func (v *verifier) checkTemp() {
 		}
 		v.add(p)
 	}
+}
+
+// publishedPack reports whether the temp file name, stat st, is a pack
+// with published names: the temp name of a process's pack, which is
+// appended to for as long as the process stores entries (a long phase
+// can leave it unchanged for hours) and holds no bytes of its own. It is
+// not a crashed write's leftover; GC removes the name once it is old.
+func publishedPack(name string, st fs.FileInfo) bool {
+	_, _, nlink, ok := fileID(st)
+	return ok && nlink > 1 && strings.HasPrefix(name, "pack-") && st.Mode().IsRegular()
 }
 
 // checkRWFiles checks the modes of session or lock files.
