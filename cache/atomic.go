@@ -278,40 +278,23 @@ func (t *tempFile) abort() {
 // platform has one. publish does not sync dst's directory and does not
 // remove the temp file.
 func publish(t *tempFile, dst string) (existed bool, err error) {
-	for try := 0; ; try++ {
-		if err = failpoint.Hit(t.fp + ".link"); err == nil {
-			err = fsx.Get().Link(t.path, dst)
+	existed, err = linkPack(t, dst)
+	if err != nil && linkUnsupported(err) {
+		existed, err = renameNoReplace(t.path, dst)
+		if err == nil {
+			t.path = "" // it has become dst
 		}
-		switch {
-		case err == nil:
-			return false, nil
-		case errors.Is(err, fs.ErrExist):
-			return true, nil
-		case errors.Is(err, fs.ErrNotExist) && try == 0:
-			if err := failpoint.Hit(t.fp + ".mkdir"); err != nil {
-				return false, err
-			}
-			if err := mkdirSynced(filepath.Dir(dst), t.p); err != nil {
-				return false, err
-			}
-			continue
-		case linkUnsupported(err):
-			existed, err := renameNoReplace(t.path, dst)
-			if err == nil {
-				t.path = "" // it has become dst
-			}
-			return existed, err
-		}
-		return false, err
 	}
+	return existed, err
 }
 
-// linkPack publishes the pack t holds under dst as one more hard link to
+// linkPack gives the file t holds the name dst as one more hard link to
 // it, never replacing dst: existed=true (and no error) when dst was
 // already there. A missing shard directory is created and synced into its
 // parent, and the link retried; an error matching fs.ErrNotExist then
-// means the pack's temp name itself is gone. Unlike publish it never
-// renames: the pack stays open for more entries.
+// means t's own name is gone (a pack's temp name, removed by a GC). It
+// never renames, so a pack stays open for more entries; publish adds the
+// rename fallback for a single object.
 func linkPack(t *tempFile, dst string) (existed bool, err error) {
 	for try := 0; ; try++ {
 		if err = failpoint.Hit(t.fp + ".link"); err == nil {
@@ -324,7 +307,7 @@ func linkPack(t *tempFile, dst string) (existed bool, err error) {
 			return true, nil
 		case errors.Is(err, fs.ErrNotExist) && try == 0:
 			if _, serr := os.Lstat(t.path); serr != nil {
-				return false, err // the pack's name is gone
+				return false, err // t's name is gone
 			}
 			if err := failpoint.Hit(t.fp + ".mkdir"); err != nil {
 				return false, err
