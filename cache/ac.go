@@ -213,7 +213,7 @@ func (c *Dir) readEntry(key ActionID, mayRetry bool) (e *Entry, retry bool, err 
 		memo = nil // the memo does not know which key checked a signature
 	}
 	if memo != nil {
-		if e := memo.lookup(key, p); e != nil {
+		if e := memo.lookup(key, func() (entryStamp, bool) { return c.entryStamp(p[len(p)-entryRelLen:], p) }); e != nil {
 			return e, false, nil
 		}
 	}

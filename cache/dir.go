@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 )
 
 // Names inside the cache root. FORMAT.md describes each.
@@ -44,6 +46,11 @@ type Dir struct {
 	remote *remoteCounters
 	memo   *EntryMemo // nil: every entry is read in full
 	packs  packWriter // the pack this Dir's entry puts append to (pack.go)
+	acFD   struct {   // the action cache directory, open (stamp_linux.go)
+		once    sync.Once
+		fd      int
+		cleanup runtime.Cleanup
+	}
 }
 
 // UseEntryMemo makes GetEntry answer from m for entries whose file has not
@@ -218,6 +225,10 @@ func (c *Dir) blobPath(d Digest, compressed bool) string {
 }
 
 // entryPath returns the path of the entry for key.
+// entryRelLen is the length of an entry's path inside acDir ("xx/<key>"):
+// the tail of every entryPath.
+const entryRelLen = 2 + 1 + 64
+
 func (c *Dir) entryPath(key ActionID) string {
 	s := key.String()
 	return filepath.Join(c.root, acDir, s[:2], s)

@@ -125,10 +125,10 @@ func (m *EntryMemo) blobVerified(d Digest, fi fs.FileInfo, began time.Time) {
 	m.mu.Unlock()
 }
 
-// lookup returns the remembered entry for key if the entry file at path
-// still has the stat it had when read, and the memory is not racy. A key
-// the memo does not hold costs no system call.
-func (m *EntryMemo) lookup(key ActionID, path string) *Entry {
+// lookup returns the remembered entry for key if its entry file still has
+// the stamp it had when read (stamp stats it), and the memory is not racy.
+// A key the memo does not hold costs no system call.
+func (m *EntryMemo) lookup(key ActionID, stamp func() (entryStamp, bool)) *Entry {
 	m.mu.Lock()
 	me, ok := m.entries[key]
 	if ok {
@@ -138,11 +138,7 @@ func (m *EntryMemo) lookup(key ActionID, path string) *Entry {
 	if !ok {
 		return nil
 	}
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil
-	}
-	st, ok := stampOf(fi)
+	st, ok := stamp()
 	if !ok || me.stamp != st || st.ctime >= me.recorded-int64(entryMemoSlack) {
 		return nil
 	}

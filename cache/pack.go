@@ -426,6 +426,7 @@ func (c *Dir) retireLocked(p *pack) {
 // after Close start a new pack. A process that dies first leaves the temp
 // name, which GC removes after TempGrace like any temp file.
 func (c *Dir) Close() error {
+	c.closeACDir()
 	c.packs.mu.Lock()
 	defer c.packs.mu.Unlock()
 	if p := c.packs.cur; p != nil {
