@@ -313,16 +313,41 @@ func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
 		se.enc = json.NewEncoder(&se.buf)
 		se.enc.SetIndent("", "  ")
 	}
+	// Everything but the phases is encoded by encoding/json, with an
+	// empty "phases" (the last member), which appendPhases then fills.
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
+	cp.Phases = map[string]*PhaseState{}
 	se.buf.Reset()
 	if err := se.enc.Encode(&cp); err != nil {
 		return nil, fmt.Errorf("encode state: %w", err)
 	}
-	b := bytes.TrimSuffix(se.buf.Bytes(), []byte("\n")) // as json.MarshalIndent writes it
-	sum := sha256.Sum256(b)
-	out := se.out[:0]
-	out = append(out, b[:len(b)-2]...) // without the closing "\n}"
+	head := bytes.TrimSuffix(se.buf.Bytes(), []byte("{}\n}\n"))
+	if len(head) == se.buf.Len() {
+		return nil, errors.New("encode state: phases are not its last member")
+	}
+	// A cached phase's record is about 130 bytes: one allocation, not a
+	// doubling series of them, each faulting in fresh pages.
+	if need := len(head) + 160*len(st.Phases) + 256; cap(se.out) < need {
+		se.out = make([]byte, 0, need)
+	}
+	out := append(se.out[:0], head...)
+	switch {
+	case st.Phases == nil:
+		out = append(out, "null"...)
+	case len(st.Phases) == 0:
+		out = append(out, "{}"...)
+	default:
+		out = append(out, '{')
+		var err error
+		if out, err = appendPhases(out, st.Phases); err != nil {
+			return nil, fmt.Errorf("encode state: %w", err)
+		}
+		out = append(out, "\n  }"...)
+	}
+	out = append(out, "\n}"...) // as json.MarshalIndent ends it
+	sum := sha256.Sum256(out)
+	out = out[:len(out)-2] // without the closing "\n}"
 	out = append(out, ",\n  \"checksum\": \"sha256:"...)
 	out = hex.AppendEncode(out, sum[:])
 	out = append(out, "\"\n}\n"...)

@@ -4,9 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -112,5 +117,134 @@ func TestParseKeyIndex(t *testing.T) {
 	}
 	if diff := cmp.Diff(good, loadKeyIndex(p).keys); diff != "" {
 		t.Errorf("loadKeyIndex (-saved +loaded):\n%s", diff)
+	}
+}
+
+// filledPhase is a phase with every field set to something other than
+// its zero value, by reflection, so that a field added to PhaseState and
+// not to appendPhase fails TestStateEncoderMatchesJSON. Cost, Metrics
+// and Params stay zero unless all is set: they take encoding/json's path.
+func filledPhase(t testing.TB, seed int, all bool) *PhaseState {
+	ps := &PhaseState{}
+	v := reflect.ValueOf(ps).Elem()
+	when := time.Date(2026, 11, 27, 1, 2, 3, 400500600+seed, time.FixedZone("", 3600))
+	code := 3 + seed
+	for i := range v.NumField() {
+		f := v.Field(i)
+		name := v.Type().Field(i).Name
+		if !all && (name == "Cost" || name == "Metrics" || name == "Params") {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(fmt.Sprintf("%s-%d value/with.dots", strings.ToLower(name), seed))
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(1000*i + seed))
+		case reflect.Float64:
+			f.SetFloat(0.125 * float64(seed+1))
+		case reflect.Slice:
+			if f.Type() == reflect.TypeOf(json.RawMessage(nil)) {
+				f.SetBytes([]byte(`{"m.json": {"acc": 0.5, "n": [1, 2]}}`))
+			} else {
+				f.Set(reflect.ValueOf([]string{"input in/a changed", "output out/b missing"}))
+			}
+		case reflect.Map:
+			f.Set(reflect.ValueOf(map[string]json.RawMessage{"lr": json.RawMessage(`0.001`), "model": json.RawMessage(`"m1"`)}))
+		case reflect.Pointer:
+			switch f.Type().Elem().Kind() {
+			case reflect.Int:
+				f.Set(reflect.ValueOf(&code))
+			default:
+				w := when.Add(time.Duration(i) * time.Second)
+				f.Set(reflect.ValueOf(&w))
+			}
+		default:
+			t.Fatalf("PhaseState.%s: kind %s not filled; teach filledPhase and appendPhase", name, f.Kind())
+		}
+	}
+	return ps
+}
+
+// TestStateEncoderMatchesJSON: the direct encoding of phases writes the
+// bytes json.MarshalIndent writes, for every field, for strings that need
+// escaping, and for the phases it leaves to encoding/json.
+func TestStateEncoderMatchesJSON(t *testing.T) {
+	zero := 0
+	tests := []struct {
+		name   string
+		phases map[string]*PhaseState
+	}{
+		{"nil phases", nil},
+		{"no phases", map[string]*PhaseState{}},
+		{"cached", map[string]*PhaseState{"a": {Status: StatusCached, Key: "k1"}, "b": {Status: StatusCached, Key: "k2"}}},
+		{"every field", map[string]*PhaseState{"p": filledPhase(t, 1, false), "q": filledPhase(t, 2, false)}},
+		{"every field, with cost, metrics and params", map[string]*PhaseState{"p": filledPhase(t, 3, true), "q": filledPhase(t, 4, false)}},
+		{"exit code 0", map[string]*PhaseState{"p": {Status: StatusSucceeded, ExitCode: &zero}}},
+		{"nil phase", map[string]*PhaseState{"p": nil, "q": {Status: StatusPending}}},
+		{"escapes", map[string]*PhaseState{
+			`train["gpt-4"]`: {Status: StatusFailed, Error: "exit 1: <stderr> & \"quotes\"\n\ttab \\ back", LogTail: "bad utf-8 \xff\xfe end\u2028\x00\x1f"},
+			"é/ü":            {Status: StatusCached, Reasons: []string{"input données/α changed", ""}},
+			"empty reasons":  {Status: StatusCached, Reasons: []string{}},
+		}},
+	}
+	for _, tt := range tests {
+		st := &RunState{RunID: "20261127-010203-abcdef", Spec: "experiment.hcl", Status: RunSucceeded, Host: "vm", PID: 42,
+			Started: time.Date(2026, 11, 27, 1, 2, 3, 0, time.UTC), Phases: tt.phases}
+		var enc stateEncoder
+		got, err := enc.marshal(st)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(string(referenceState(t, st)), string(got)); diff != "" {
+			t.Errorf("%s (-encoding/json +direct):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// FuzzStateEncoder: for any strings and numbers in a phase's record, the
+// direct encoding is what encoding/json writes.
+func FuzzStateEncoder(f *testing.F) {
+	f.Add("p", "cached", "k", "reason", "error text", "tail\n", int64(3), int64(0), 0.0)
+	f.Add(`a["<b>"]`, "failed", "", "\xff", "\u2028", "\x00", int64(-1), int64(1)<<62, 0.1)
+	f.Fuzz(func(t *testing.T, name, status, key, reason, errText, tail string, n, dur int64, cost float64) {
+		ps := &PhaseState{Status: status, Key: key, Reasons: []string{reason, errText}, Attempts: int(n), DurationMS: dur,
+			Iterations: n ^ dur, Error: errText, LogTail: tail, Stdout: name, Stderr: reason, Executor: status, JobID: key, JobDir: tail, JobName: name}
+		if !math.IsNaN(cost) && !math.IsInf(cost, 0) {
+			ps.Cost = cost
+		}
+		if n%2 == 0 {
+			ps.ExitCode = new(int(n))
+			w := time.Unix(dur%(1<<40), n%1e9).UTC()
+			ps.Started, ps.Ended = &w, &w
+		}
+		st := &RunState{RunID: "r", Status: status, Phases: map[string]*PhaseState{name: ps, name + "2": {Status: status}}}
+		_, err := json.MarshalIndent(st, "", "  ")
+		var enc stateEncoder
+		got, gerr := enc.marshal(st)
+		if (err == nil) != (gerr == nil) {
+			t.Fatalf("encoding/json error %v, direct error %v", err, gerr)
+		}
+		if err != nil {
+			return
+		}
+		if diff := cmp.Diff(string(referenceState(t, st)), string(got)); diff != "" {
+			t.Errorf("(-encoding/json +direct):\n%s", diff)
+		}
+	})
+}
+
+// BenchmarkStateEncode1000: the record a no-op of 1,000 phases writes at
+// its end (every phase cached, with its key).
+func BenchmarkStateEncode1000(b *testing.B) {
+	st := &RunState{RunID: "r", Status: RunSucceeded, Phases: map[string]*PhaseState{}}
+	for i := range 1000 {
+		st.Phases[fmt.Sprintf("p%05d", i)] = &PhaseState{Status: StatusCached, Key: strings.Repeat("ab", 32)}
+	}
+	var enc stateEncoder
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := enc.marshal(st); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
