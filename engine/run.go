@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -544,18 +545,52 @@ type phaseResult struct {
 // schedule drives the dag.Plan: it starts ready phases up to jobs at once
 // and, after a failure (without KeepGoing), a stop request or a spent run
 // budget, starts no new phase but waits for the running ones.
+//
+// A job slot bounds the commands (and restores) that run at once, not the
+// deciding: while every slot is taken, up to decideAhead more ready phases
+// start without one, to decide (stat inputs, compute keys, find cached
+// results). One found cached is done without ever holding a slot; one that
+// must run or restore asks for a slot (see takeSlot) before it touches
+// the workspace. So a no-op keeps every core busy deciding, and cached
+// phases are done while a long command holds the only slot of -j 1.
+// Slots still go in the order phases became ready: a phase deciding ahead
+// gets one only when no phase started before it may still claim it, and
+// a new phase takes one only when no phase deciding ahead may; so -j 1
+// runs commands in the same order as before, and a spent budget stops the
+// same phases. As before, a phase whose pools are full is passed over.
 func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
 	var queue []string
-	running := 0                  // phases holding a job slot
-	inflight := 0                 // phase goroutines not yet over
-	freed := map[string]bool{}    // phases that gave their slot back early
-	released := map[string]bool{} // phases whose dependents could start before they were over
-	var regrants []phaseResult    // phases waiting for their slot back, first come first served
+	running := 0                     // phases holding a job slot
+	inflight := 0                    // phase goroutines not yet over
+	freed := map[string]bool{}       // phases that gave their slot back early
+	released := map[string]bool{}    // phases whose dependents could start before they were over
+	var regrants []phaseResult       // phases waiting for their slot back, first come first served
+	deciding := map[string]bool{}    // phases started without a slot, not granted one
+	var ahead []string               // of them, those that may still ask for one, in start order
+	asking := map[string]chan bool{} // of those, the ones asking, and where to answer
+	window := decideAhead()
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
-	pool := newWorkers(r.results, 2*min(jobs, maxIdleWorkers/2))
+	pool := newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2))
+	// aheadMayClaim: a phase deciding ahead, not asking yet, would get a
+	// free slot (its pools have room) if it asked; the ones asking that
+	// fit were granted already.
+	aheadMayClaim := func() bool {
+		for _, a := range ahead {
+			if _, ok := asking[a]; !ok && pools.fits(r.e.spec.Phase(a).Resources) {
+				return true
+			}
+		}
+		return false
+	}
+	dropAhead := func(addr string) {
+		delete(asking, addr)
+		if i := slices.Index(ahead, addr); i >= 0 {
+			ahead = slices.Delete(ahead, i, i+1)
+		}
+	}
 	for {
 		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
 		// A phase that waited for its upstream phases gets its slot back
@@ -578,28 +613,65 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			regrants = append(regrants[:i], regrants[i+1:]...)
 		}
+		// Then the phases that decided ahead and must run, in the order
+		// they started; one still deciding that would get a slot (it
+		// fits) holds back those after it.
+		for i := 0; i < len(ahead); {
+			addr := ahead[i]
+			res := r.e.spec.Phase(addr).Resources
+			ch, ok := asking[addr]
+			switch {
+			case !ok && running < jobs && pools.fits(res):
+				i = len(ahead)
+				continue
+			case !ok:
+				i++
+				continue
+			case !open() || r.budgetSpent():
+				ch <- false
+			case running < jobs && pools.fits(res):
+				running++
+				pools.take(res)
+				delete(deciding, addr)
+				ch <- true
+			default:
+				i++
+				continue
+			}
+			dropAhead(addr)
+		}
 		if open() {
 			queue = append(queue, plan.Ready()...)
 		}
-		// Start ready phases in order, skipping (for now) those whose pools
-		// are full: a pool's units in use never exceed its size.
-		for i := 0; open() && running < jobs && i < len(queue); {
+		// Start ready phases in order, with a slot while one is free and
+		// the phase's pools have room (a pool's units in use never exceed
+		// its size), else to decide ahead while fewer than ahead do.
+		for i := 0; open() && i < len(queue); {
 			addr := queue[i]
 			p := r.e.spec.Phase(addr)
-			if !pools.fits(p.Resources) {
-				i++
-				continue
+			slot := running < jobs && pools.fits(p.Resources) && !aheadMayClaim()
+			if !slot && len(deciding) >= window {
+				if running < jobs {
+					i++ // a later phase's pools may have room
+					continue
+				}
+				break
 			}
 			if r.budgetSpent() {
 				r.requestStop(StopBudget)
 				break
 			}
 			queue = append(queue[:i], queue[i+1:]...)
-			pools.take(p.Resources)
-			running++
+			if slot {
+				pools.take(p.Resources)
+				running++
+			} else {
+				deciding[addr] = true
+				ahead = append(ahead, addr)
+			}
 			inflight++
 			pool.run(func() phaseResult {
-				ok := r.process(ctx, addr)
+				ok := r.process(ctx, addr, slot)
 				r.over(addr)
 				r.mu.Lock()
 				notStarted := r.notStarted[addr]
@@ -623,7 +695,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 				continue
 			}
 			if pr.regrant != nil {
-				regrants = append(regrants, pr)
+				if deciding[pr.addr] {
+					asking[pr.addr] = pr.regrant
+				} else {
+					regrants = append(regrants, pr)
+				}
 				continue
 			}
 			if pr.released {
@@ -631,7 +707,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 				plan.Done(pr.addr, true)
 				continue
 			}
-			if !freed[pr.addr] {
+			switch {
+			case deciding[pr.addr]:
+				delete(deciding, pr.addr) // done without a slot
+				dropAhead(pr.addr)
+			case !freed[pr.addr]:
 				running--
 				pools.release(r.e.spec.Phase(pr.addr).Resources)
 			}
@@ -738,9 +818,14 @@ func (w *workers) close() {
 	}
 }
 
+// decideAhead is how many phases may decide beyond those holding a job
+// slot: enough to keep every core busy while the slots' phases wait.
+func decideAhead() int { return 2 * runtime.GOMAXPROCS(0) }
+
 // process decides and then restores or runs one phase. It reports whether
-// the phase's outputs are now in place.
-func (r *runner) process(ctx context.Context, addr string) bool {
+// the phase's outputs are now in place. slot says whether the phase holds a
+// job slot; without one, it takes one before it restores or runs.
+func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	e := r.e
 	p := e.spec.Phase(addr)
 	up := map[string][]cache.OutputFile{}
@@ -762,6 +847,9 @@ func (r *runner) process(ctx context.Context, addr string) bool {
 		ps.Key = d.Key
 		ps.Reasons = d.Reasons
 	})
+	if d.Action != ActionCached && !slot && !r.takeSlot(addr) {
+		return false // pending: no new command may start
+	}
 
 	if d.Action == ActionRestore {
 		err := r.restore(d)
@@ -861,15 +949,7 @@ func (r *runner) awaitUpstreams(addr string) (string, bool) {
 		for _, ch := range pending {
 			<-ch
 		}
-		grant := make(chan bool, 1)
-		r.results <- phaseResult{addr: addr, regrant: grant}
-		if !<-grant {
-			r.mu.Lock()
-			if r.notStarted == nil {
-				r.notStarted = map[string]bool{}
-			}
-			r.notStarted[addr] = true
-			r.mu.Unlock()
+		if !r.takeSlot(addr) {
 			return "", false
 		}
 	}
@@ -889,6 +969,25 @@ func (r *runner) awaitUpstreams(addr string) (string, bool) {
 		}
 	}
 	return "", true
+}
+
+// takeSlot asks the scheduler for a job slot (and the phase's pool units)
+// and waits for the answer. A refusal (the run is stopping or halted, or
+// its budget is spent) marks the phase not started: it must not restore
+// or run, and it stays pending.
+func (r *runner) takeSlot(addr string) bool {
+	grant := make(chan bool, 1)
+	r.results <- phaseResult{addr: addr, regrant: grant}
+	if <-grant {
+		return true
+	}
+	r.mu.Lock()
+	if r.notStarted == nil {
+		r.notStarted = map[string]bool{}
+	}
+	r.notStarted[addr] = true
+	r.mu.Unlock()
+	return false
 }
 
 // testHookYielded, set by tests only, is called when a phase has given
