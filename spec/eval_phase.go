@@ -233,7 +233,7 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	for _, f := range sc.use.files {
 		if !slices.Contains(p.Inputs, f) {
 			p.Inputs = append(p.Inputs, f)
-			p.InputRanges = append(p.InputRanges, rp.block.DefRange)
+			p.inputRanges = append(p.inputRanges, rp.block.DefRange)
 		}
 	}
 	if len(sc.use.env) > 0 {
@@ -291,7 +291,7 @@ func evalInputs(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostic
 			return
 		}
 		p.Inputs = append(p.Inputs, cleanRelPath(s))
-		p.InputRanges = append(p.InputRanges, rng)
+		p.inputRanges = append(p.inputRanges, rng)
 	}
 	if tup, ok := e.(*hclsyntax.TupleConsExpr); ok {
 		for _, item := range tup.Exprs {

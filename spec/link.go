@@ -83,7 +83,7 @@ func linkPhases(s *Spec, raws map[string]*rawPhase) hcl.Diagnostics {
 						Severity: hcl.DiagError,
 						Summary:  "Input is the phase's own output",
 						Detail:   fmt.Sprintf("Input %q of phase %q names its own output %q. A phase's outputs are removed before it runs, so it cannot read them.", in, p.Addr, c.path),
-						Subject:  p.InputRanges[i].Ptr(),
+						Subject:  p.inputRanges[i].Ptr(),
 					})
 					continue
 				}

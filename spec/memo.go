@@ -27,7 +27,7 @@ import (
 // reach the disk; warnings must be shown every time).
 
 // memoFormat is the version of the memo's layout.
-const memoFormat = 3
+const memoFormat = 4
 
 // readLog records what evaluation read from outside the spec.
 type readLog struct {

@@ -192,10 +192,6 @@ func writePhase(w *binenc.Writer, p *Phase) {
 	writeSlurm(w, &p.Slurm)
 	writeStrsMap(w, p.Upstream)
 	writeRange(w, p.DeclRange)
-	w.NilLen(len(p.InputRanges), p.InputRanges == nil)
-	for _, rg := range p.InputRanges {
-		writeRange(w, rg)
-	}
 }
 
 // readPhases decodes the phase records recs into phases, side by side on
@@ -268,12 +264,6 @@ func readPhase(r *binenc.Reader) *Phase {
 	readSlurm(r, &p.Slurm)
 	p.Upstream = readStrsMap(r)
 	p.DeclRange = readRange(r)
-	if n, ok := r.NilLen(); ok {
-		p.InputRanges = make([]hcl.Range, n)
-		for i := range p.InputRanges {
-			p.InputRanges[i] = readRange(r)
-		}
-	}
 	return p
 }
 

@@ -154,9 +154,12 @@ type Phase struct {
 
 	// DeclRange is the range of the phase block's header, for diagnostics.
 	DeclRange hcl.Range
-	// InputRanges holds the source range of each entry of Inputs, or of the
-	// whole inputs attribute when entries have no range of their own.
-	InputRanges []hcl.Range
+	// inputRanges holds the source range of each entry of Inputs, or of
+	// the whole inputs attribute when entries have no range of their own:
+	// for the diagnostics of linking, while the spec is parsed. A spec
+	// loaded from its memo was linked already and has none (they were a
+	// third of the memo's bytes to decode).
+	inputRanges []hcl.Range
 }
 
 // Output is one declared output.
