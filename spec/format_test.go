@@ -2,7 +2,9 @@ package spec
 
 import (
 	"bytes"
+	"hash/fnv"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -301,6 +303,88 @@ func TestFormatCorpus(t *testing.T) {
 	t.Logf("%d HCL texts compared", n)
 }
 
+// TestFormatRespaced compares Format with hclwrite.Format on variants of
+// the cases and the corpus with the blanks between tokens redrawn at
+// random: none or some spaces and tabs, deeper or shallower indentation,
+// line breaks after openers and commas, CRLF line ends. The variants that
+// still parse are checked; they try the indentation and alignment rules
+// on far more layouts than were written by hand.
+func TestFormatRespaced(t *testing.T) {
+	var inputs []corpusFile
+	for _, c := range formatCases {
+		inputs = append(inputs, corpusFile{c.name, []byte(c.src)})
+	}
+	inputs = append(inputs, formatCorpus(t)...)
+	checked := 0
+	for _, in := range inputs {
+		if len(in.src) > 16<<10 || !parses(in.src) {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(uint64(len(in.src)), uint64(checked)))
+		for range 20 {
+			v := respace(rng, mustLex(t, in.src))
+			if !parses(v) {
+				continue
+			}
+			checked++
+			t.Run(in.name, func(t *testing.T) { checkFormat(t, v) })
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d respaced variants parse", checked)
+	}
+	t.Logf("%d respaced variants compared", checked)
+}
+
+// respace writes toks out with new blanks between them wherever the
+// lexer skips blanks, so the variant has the same tokens (line ends
+// aside).
+func respace(rng *rand.Rand, toks hclsyntax.Tokens) []byte {
+	blanks := []string{"", " ", " ", "  ", "\t", "    ", " \t "}
+	crlf := rng.IntN(4) == 0
+	var out []byte
+	for i, tok := range toks {
+		if i > 0 && mainModeGap(toks[i-1].Type, tok.Type) {
+			a := toks[i-1].Type
+			switch {
+			case (a == hclsyntax.TokenOBrace || a == hclsyntax.TokenOBrack || a == hclsyntax.TokenOParen || a == hclsyntax.TokenComma) && rng.IntN(6) == 0:
+				out = append(out, '\n')
+			case tok.Range.Start.Byte > toks[i-1].Range.End.Byte || a == hclsyntax.TokenNewline || rng.IntN(3) == 0:
+				// Keep at least one blank where there was one: two
+				// names or numbers must stay apart.
+				b := blanks[rng.IntN(len(blanks))]
+				if b == "" && tok.Range.Start.Byte > toks[i-1].Range.End.Byte {
+					b = " "
+				}
+				out = append(out, b...)
+			}
+		}
+		if crlf && tok.Type == hclsyntax.TokenNewline {
+			out = append(out, "\r\n"...)
+			continue
+		}
+		out = append(out, tok.Bytes...)
+	}
+	return out
+}
+
+// mainModeGap reports whether the lexer, between tokens of types a and b,
+// is outside template text, where blanks are skipped rather than kept.
+func mainModeGap(a, b hclsyntax.TokenType) bool {
+	switch a {
+	case hclsyntax.TokenOQuote, hclsyntax.TokenOHeredoc, hclsyntax.TokenCHeredoc,
+		hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit, hclsyntax.TokenTemplateSeqEnd,
+		hclsyntax.TokenEOF:
+		return false
+	}
+	switch b {
+	case hclsyntax.TokenQuotedLit, hclsyntax.TokenStringLit, hclsyntax.TokenCQuote,
+		hclsyntax.TokenCHeredoc, hclsyntax.TokenTemplateInterp, hclsyntax.TokenTemplateControl:
+		return false
+	}
+	return true
+}
+
 // TestFormatLayout pins a few layouts in full, the rules as a reader of
 // cairn fmt meets them.
 func TestFormatLayout(t *testing.T) {
@@ -397,20 +481,34 @@ func mustLex(t *testing.T, src []byte) hclsyntax.Tokens {
 	return toks
 }
 
-// FuzzFormat: for any input that parses, Format gives hclwrite.Format's
-// result (or its input, where hclwrite changes tokens), keeps the tokens
-// and is idempotent; for any input at all, it does not panic and keeps
-// the tokens.
+// FuzzFormat: for any input that parses, and for a respaced variant of
+// it, Format gives hclwrite.Format's result (or its input, where hclwrite
+// changes tokens), keeps the tokens and is idempotent; for any input at
+// all, it does not panic and keeps the tokens.
 func FuzzFormat(f *testing.F) {
+	// Large seeds (long tokens, generated specs) only slow the fuzzer
+	// down; the tests above run them.
 	for _, c := range formatCases {
-		f.Add([]byte(c.src))
+		if len(c.src) <= 8<<10 {
+			f.Add([]byte(c.src))
+		}
 	}
 	for _, c := range formatCorpus(f) {
-		f.Add(c.src)
+		if len(c.src) <= 8<<10 {
+			f.Add(c.src)
+		}
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		if parses(src) {
 			checkFormat(t, src)
+			// And one respaced variant, drawn from src itself so that a
+			// failure replays.
+			h := fnv.New64a()
+			h.Write(src)
+			v := respace(rand.New(rand.NewPCG(h.Sum64(), 0)), mustLex(t, src))
+			if parses(v) {
+				checkFormat(t, v)
+			}
 			return
 		}
 		got := Format(src)
