@@ -15,12 +15,15 @@ import (
 // heredocs and the literal parts of templates are kept as they are.
 //
 // Its output is byte for byte what hclwrite.Format gives for any src that
-// parses; cairn has its own copy only so that the binary does not link
-// hclwrite (and through it go-cmp, whose init costs every invocation).
-// Only the blanks between tokens change: Format re-lexes its result and,
-// should any token differ from src's, returns src itself unchanged rather
-// than a damaged file. Source that does not parse is laid out all the same,
-// token by token, but the result may not be pretty.
+// parses; cairn has its own formatter only so that the binary does not
+// link hclwrite (and through it go-cmp, whose init costs every
+// invocation). Only the blanks between tokens change: Format re-lexes its
+// result and, should any token differ from src's, returns src itself
+// rather than a damaged file. That happens where hclwrite's layout joins
+// a number and a legacy index step ("1 .5" would become the number 1.5,
+// "a.0 .1" the invalid "a.0.1"); hclwrite returns the changed text there.
+// Source that does not parse is laid out by the same rules, token by
+// token, but the result may not be pretty.
 func Format(src []byte) []byte {
 	return formatChecked(src, layout)
 }
@@ -393,84 +396,4 @@ func alignRuns(lines []line, has func(line) bool, cell func(line) (tok, before i
 		}
 		i = j
 	}
-}
-
-// width is the number of columns toks takes with the given spaces before
-// each: a space is one column, and so is a token's every grapheme cluster
-// (a character as the reader sees it, accents and all). A newline inside
-// a token (heredoc text, a block comment) counts as one, like hclwrite.
-func width(toks hclsyntax.Tokens, spaces []int) int {
-	w := 0
-	for i, t := range toks {
-		w += spaces[i] + graphemes(t)
-	}
-	return w
-}
-
-// graphemes counts the grapheme clusters in t's bytes the way hclwrite
-// does: with a bufio.Scanner reading the bytes 4 KB at first, whose
-// buffer ends it takes for the end of the text. So in a token longer than
-// that, a character cut by the buffer's end counts twice ("e" and its
-// accent), and the count stops at the first line break followed by 64 KB
-// or more. Shorter tokens get the true count.
-//
-// The lexer already made the true count for t's columns, with the Unicode
-// tables hclwrite uses: a short token on one line spans
-// End.Column-Start.Column clusters, and a short ASCII one has one per byte
-// but "\r\n". Other tokens are counted by hcl's range scanner, which scans
-// with the very same bufio.Scanner as hclwrite, see hclCount.
-func graphemes(t hclsyntax.Token) int {
-	b := t.Bytes
-	if len(b) <= 4096 {
-		if bytes.IndexByte(b, '\n') < 0 {
-			return t.Range.End.Column - t.Range.Start.Column
-		}
-		if isASCII(b) {
-			return len(b) - bytes.Count(b, []byte("\r\n"))
-		}
-	}
-	return hclCount(b)
-}
-
-// hclCount counts b's grapheme clusters with hcl's range scanner: one
-// token's end column less its start column. The scanner starts a new line
-// (column 1) at a cluster beginning with "\r" or "\n", so those are first
-// swapped for stand-ins of their length that the cluster splitter treats
-// alike: "\r\n" for U+0085, a control character of two bytes that is one
-// cluster; a lone "\r" or "\n", which the splitter leaves for its caller
-// to take as one byte once all the text is read, for 0xFF, an invalid byte
-// it treats the same way.
-func hclCount(b []byte) int {
-	if bytes.ContainsAny(b, "\r\n") {
-		c := make([]byte, len(b))
-		for i := 0; i < len(b); i++ {
-			switch {
-			case b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n':
-				c[i], c[i+1] = 0xC2, 0x85
-				i++
-			case b[i] == '\r' || b[i] == '\n':
-				c[i] = 0xFF
-			default:
-				c[i] = b[i]
-			}
-		}
-		b = c
-	}
-	sc := hcl.NewRangeScanner(b, "", func(data []byte, _ bool) (int, []byte, error) {
-		return len(data), data, nil
-	})
-	if !sc.Scan() {
-		return 0
-	}
-	r := sc.Range()
-	return r.End.Column - r.Start.Column
-}
-
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
-			return false
-		}
-	}
-	return true
 }
