@@ -8,8 +8,9 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/spf13/cobra"
+
+	"github.com/cairn-run/cairn/spec"
 )
 
 func newFmtCommand(g *globals) *cobra.Command {
@@ -38,7 +39,7 @@ print the files that are not formatted and exit 1 if there are any.`,
 					diags = append(diags, d...)
 					continue
 				}
-				out := hclwrite.Format(src)
+				out := spec.Format(src)
 				if bytes.Equal(out, src) {
 					continue
 				}
