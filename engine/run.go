@@ -571,6 +571,14 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	var ahead []string               // of them, those that may still ask for one, in start order
 	asking := map[string]chan bool{} // of those, the ones asking, and where to answer
 	window := decideAhead()
+	// With -j 1, phases were done one at a time, in the order they
+	// started; commands still start in that order only if phases done
+	// ahead (found cached without a slot) are done in it too: such a
+	// phase is held until every phase started before it is done (or
+	// released), else its dependents would become ready, and run,
+	// before theirs.
+	var order []string               // with -j 1: phases started, not yet done or released, in start order
+	held := map[string]phaseResult{} // with -j 1: phases done ahead of one started before them
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	pool := newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2))
@@ -589,6 +597,54 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		delete(asking, addr)
 		if i := slices.Index(ahead, addr); i >= 0 {
 			ahead = slices.Delete(ahead, i, i+1)
+		}
+	}
+	// apply acts on a phase's end: its dependents become ready, or are
+	// blocked by its failure, which halts the run without KeepGoing.
+	apply := func(pr phaseResult) {
+		if pr.notStarted {
+			return // pending: skipped when the run ends, as if never started
+		}
+		if released[pr.addr] {
+			// Its dependents were started: only a failure to store its
+			// outputs (a full cache) remains to act on.
+			delete(released, pr.addr)
+			if !pr.ok && !r.opts.KeepGoing {
+				halted = true
+			}
+			return
+		}
+		skipped := plan.Done(pr.addr, pr.ok)
+		if !pr.ok && (r.stopping() || ctx.Err() != nil) {
+			// A phase ended by a stop: its dependents were not
+			// blocked by a failure, they are simply not started.
+			skipped = nil
+		}
+		for _, s := range skipped {
+			r.state.phase(s, func(ps *PhaseState) {
+				ps.Status = StatusBlocked
+				ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
+			})
+			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
+		}
+		if !pr.ok && !r.opts.KeepGoing {
+			halted = true
+		}
+	}
+	// leave takes a phase done or released out of order, and applies the
+	// phases held behind it.
+	leave := func(addr string) {
+		if i := slices.Index(order, addr); i >= 0 {
+			order = slices.Delete(order, i, i+1)
+		}
+		for len(order) > 0 {
+			pr, ok := held[order[0]]
+			if !ok {
+				return
+			}
+			delete(held, order[0])
+			order = order[1:]
+			apply(pr)
 		}
 	}
 	for {
@@ -662,6 +718,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 				break
 			}
 			queue = append(queue[:i], queue[i+1:]...)
+			if jobs == 1 {
+				order = append(order, addr)
+			}
 			if slot {
 				pools.take(p.Resources)
 				running++
@@ -688,6 +747,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
+			if testHookResult != nil {
+				testHookResult(pr)
+			}
 			if pr.yield {
 				running--
 				pools.release(r.e.spec.Phase(pr.addr).Resources)
@@ -705,10 +767,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			if pr.released {
 				released[pr.addr] = true
 				plan.Done(pr.addr, true)
+				leave(pr.addr)
 				continue
 			}
+			wasAhead := deciding[pr.addr]
 			switch {
-			case deciding[pr.addr]:
+			case wasAhead:
 				delete(deciding, pr.addr) // done without a slot
 				dropAhead(pr.addr)
 			case !freed[pr.addr]:
@@ -721,34 +785,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
-			if pr.notStarted {
-				continue // pending: skipped when the run ends, as if never started
-			}
-			if released[pr.addr] {
-				// Its dependents were started: only a failure to
-				// store its outputs (a full cache) remains to act on.
-				delete(released, pr.addr)
-				if !pr.ok && !r.opts.KeepGoing {
-					halted = true
-				}
+			if wasAhead && len(order) > 0 && order[0] != pr.addr {
+				held[pr.addr] = pr
 				continue
 			}
-			skipped := plan.Done(pr.addr, pr.ok)
-			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
-				// A phase ended by a stop: its dependents were not
-				// blocked by a failure, they are simply not started.
-				skipped = nil
-			}
-			for _, s := range skipped {
-				r.state.phase(s, func(ps *PhaseState) {
-					ps.Status = StatusBlocked
-					ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
-				})
-				r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
-			}
-			if !pr.ok && !r.opts.KeepGoing {
-				halted = true
-			}
+			apply(pr)
+			leave(pr.addr)
 		}
 	}
 }
@@ -837,6 +879,9 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 
 	began := e.now()
 	d, err := e.decide(p, up, r.sel.forced[addr])
+	if testHookDecided != nil {
+		testHookDecided(addr)
+	}
 	if err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
@@ -993,6 +1038,14 @@ func (r *runner) takeSlot(addr string) bool {
 // testHookYielded, set by tests only, is called when a phase has given
 // its slot back to wait for its upstream phases.
 var testHookYielded func(r *runner, addr string)
+
+// testHookDecided, set by tests only, is called when a phase has
+// decided, before it takes a slot or finishes; testHookResult when the
+// scheduler receives a message from a phase.
+var (
+	testHookDecided func(addr string)
+	testHookResult  func(pr phaseResult)
+)
 
 // isClosed reports whether ch, which is only ever closed, is.
 func isClosed(ch chan struct{}) bool {
