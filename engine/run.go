@@ -1019,13 +1019,19 @@ func (r *runner) awaitUpstreams(addr string) (string, bool) {
 // takeSlot asks the scheduler for a job slot (and the phase's pool units)
 // and waits for the answer. A refusal (the run is stopping or halted, or
 // its budget is spent) marks the phase not started: it must not restore
-// or run, and it stays pending.
+// or run, and it stays pending, recorded as a phase never started is,
+// without the key and reasons of its decision (cairn logs takes a phase
+// with a key for one that ran or was found cached).
 func (r *runner) takeSlot(addr string) bool {
 	grant := make(chan bool, 1)
 	r.results <- phaseResult{addr: addr, regrant: grant}
 	if <-grant {
 		return true
 	}
+	r.state.phase(addr, func(ps *PhaseState) {
+		ps.Key = ""
+		ps.Reasons = nil
+	})
 	r.mu.Lock()
 	if r.notStarted == nil {
 		r.notStarted = map[string]bool{}
