@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -96,5 +99,235 @@ func TestDecideAheadKeepsJ1Order(t *testing.T) {
 	}
 	if want := []string{"b2", "c2"}; !slices.Equal(o.started, want) {
 		t.Errorf("-j 1 started commands %v, want %v (the order of a run one phase at a time)", o.started, want)
+	}
+}
+
+// askGate runs commands as fakeExec does, except that the command of
+// phase gated starts only once every phase in askers has asked the
+// scheduler for a job slot (deciding ahead, it found it must run or
+// restore), and then calls before, if set. ended is closed when the
+// gated command has returned.
+type askGate struct {
+	fakeExec
+	gated  string
+	cost   bool // the gated phase reports a cost of 1
+	asked  chan struct{}
+	before func()
+	ended  chan struct{}
+	t      *testing.T
+}
+
+func newAskGate(t *testing.T, gated string, askers ...string) *askGate {
+	g := &askGate{gated: gated, asked: make(chan struct{}), ended: make(chan struct{}), t: t}
+	var mu sync.Mutex
+	want := map[string]bool{}
+	for _, a := range askers {
+		want[a] = true
+	}
+	testHookResult = func(pr phaseResult) {
+		if pr.regrant == nil {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if want[pr.addr] {
+			delete(want, pr.addr)
+			if len(want) == 0 {
+				close(g.asked)
+			}
+		}
+	}
+	t.Cleanup(func() { testHookResult = nil })
+	return g
+}
+
+func (g *askGate) Run(ctx context.Context, job *Job) (int, error) {
+	if job.Phase != g.gated {
+		return g.fakeExec.Run(ctx, job)
+	}
+	defer close(g.ended)
+	select {
+	case <-g.asked:
+	case <-time.After(20 * time.Second):
+		g.t.Errorf("after 20s, the phases deciding ahead had not all asked for the slot %s held", g.gated)
+	}
+	if g.before != nil {
+		g.before()
+	}
+	if g.cost {
+		for _, kv := range job.Env {
+			if path, ok := strings.CutPrefix(kv, "CAIRN_REPORT="); ok {
+				if err := os.WriteFile(path, []byte(`{"cost": 1}`+"\n"), 0o644); err != nil {
+					g.t.Error(err)
+				}
+			}
+		}
+	}
+	return g.fakeExec.Run(ctx, job)
+}
+
+// eventWatch is a Reporter that closes stopping when the run reports it
+// is stopping.
+type eventWatch struct {
+	once     sync.Once
+	stopping chan struct{}
+}
+
+func (w *eventWatch) Report(ev Event) {
+	if ev.Kind == EventStopping {
+		w.once.Do(func() { close(w.stopping) })
+	}
+}
+
+// aheadSpec: a holds the only slot of -j 1 while b and c, which must
+// run, decide ahead and ask for it.
+const aheadSpec = `
+experiment "x" {
+  budget {
+    max_cost = 1
+  }
+}
+phase "a" {
+  command = "write out/a.txt a"
+  outputs = ["out/a.txt"]
+  cache   = false
+}
+phase "b" {
+  command = "write out/b.txt b"
+  outputs = ["out/b.txt"]
+  cache   = false
+}
+phase "c" {
+  command = "write out/c.txt c"
+  outputs = ["out/c.txt"]
+  cache   = false
+}
+`
+
+// runAhead runs aheadSpec with -j 1 and g as the executor.
+func runAhead(t *testing.T, g *askGate, opts RunOptions, rep Reporter) (*setup, *RunResult) {
+	t.Helper()
+	s := newSetup(t, map[string]string{"experiment.hcl": aheadSpec, "out/.keep": ""})
+	e := s.engine(t)
+	e.exec = g
+	if rep != nil {
+		e.rep = rep
+	}
+	opts.Jobs = 1
+	res, err := e.Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, res
+}
+
+// checkNotStarted checks that phases were recorded as never started:
+// skipped with reason, no key, and their commands never ran.
+func checkNotStarted(t *testing.T, s *setup, g *askGate, res *RunResult, reason string, phases ...string) {
+	t.Helper()
+	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range phases {
+		ps := st.Phases[p]
+		if ps.Status != StatusSkipped || ps.Error != reason || ps.Key != "" || ps.Reasons != nil || g.count(p) != 0 {
+			t.Errorf("phase %s: %+v, ran %d times; want skipped (%s), no key, never run", p, ps, g.count(p), reason)
+		}
+	}
+}
+
+// TestDecideAheadStopRefusesAskers: a stop requested while phases that
+// decided ahead wait for the slot starts none of their commands: they
+// are skipped as phases never started, and the run is stopped.
+func TestDecideAheadStopRefusesAskers(t *testing.T) {
+	g := newAskGate(t, "a", "b", "c")
+	stop := make(chan struct{})
+	w := &eventWatch{stopping: make(chan struct{})}
+	g.before = func() {
+		close(stop)
+		<-w.stopping
+	}
+	s, res := runAhead(t, g, RunOptions{Stop: stop}, w)
+	if res.Status != RunStopped || res.Counts[StatusSucceeded] != 1 || res.Counts[StatusSkipped] != 2 {
+		t.Fatalf("run: %s, counts %v; want stopped, a ran, 2 skipped", res.Status, res.Counts)
+	}
+	checkNotStarted(t, s, g, res, "not started: the run was stopped (interrupt)", "b", "c")
+}
+
+// TestDecideAheadBudgetRefusesAskers: the run budget spent by the
+// command holding the slot, the phases that decided ahead and wait for it
+// do not run; they count as not started for the budget.
+func TestDecideAheadBudgetRefusesAskers(t *testing.T) {
+	g := newAskGate(t, "a", "b", "c")
+	g.cost = true
+	s, res := runAhead(t, g, RunOptions{}, nil)
+	if res.Status != RunFailed || res.BudgetSkipped != 2 || res.Counts[StatusSucceeded] != 1 {
+		t.Fatalf("run: %s, counts %v, %d skipped for the budget; want failed, a ran, 2 skipped for the budget", res.Status, res.Counts, res.BudgetSkipped)
+	}
+	checkNotStarted(t, s, g, res, "not started: the run budget (max_cost 1) was spent", "b", "c")
+}
+
+// TestDecideAheadFailureRefusesAskers: the command holding the slot
+// fails: without --keep-going the phases that decided ahead and wait for
+// the slot do not run; with it, they do.
+func TestDecideAheadFailureRefusesAskers(t *testing.T) {
+	g := newAskGate(t, "a", "b", "c")
+	g.fail = map[string]bool{"a": true}
+	s, res := runAhead(t, g, RunOptions{}, nil)
+	if res.Status != RunFailed || res.Counts[StatusFailed] != 1 || res.Counts[StatusSkipped] != 2 {
+		t.Fatalf("run: %s, counts %v; want failed, a failed, 2 skipped", res.Status, res.Counts)
+	}
+	checkNotStarted(t, s, g, res, "not started: the run ended after a failure", "b", "c")
+
+	g = newAskGate(t, "a", "b", "c")
+	g.fail = map[string]bool{"a": true}
+	_, res = runAhead(t, g, RunOptions{Request: Request{KeepGoing: true}}, nil)
+	if res.Status != RunFailed || res.Counts[StatusFailed] != 1 || res.Counts[StatusSucceeded] != 2 || g.count("b") != 1 || g.count("c") != 1 {
+		t.Fatalf("--keep-going run: %s, counts %v; want failed, a failed, b and c ran", res.Status, res.Counts)
+	}
+}
+
+// TestDecideAheadRestoreWaitsForSlot: with -j 1, a phase that decided
+// ahead and must restore its outputs restores them only once the command
+// holding the slot has ended.
+func TestDecideAheadRestoreWaitsForSlot(t *testing.T) {
+	spec := `
+phase "a" {
+  command = "write out/a.txt a"
+  outputs = ["out/a.txt"]
+  cache   = false
+}
+phase "b" {
+  command = "write out/b.txt b"
+  outputs = ["out/b.txt"]
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec, "out/.keep": ""})
+	if res := s.run(t, RunOptions{}); res.Status != RunSucceeded {
+		t.Fatalf("first run: %s", res.Status)
+	}
+	if err := os.Remove(filepath.Join(s.dir, "out", "b.txt")); err != nil {
+		t.Fatal(err)
+	}
+	g := newAskGate(t, "a", "b")
+	restoring := 0
+	testHookRestoring = func(e *Engine, o string) {
+		restoring++
+		select {
+		case <-g.ended:
+		default:
+			t.Errorf("b restores %s while a's command holds the only slot", o)
+		}
+	}
+	t.Cleanup(func() { testHookRestoring = nil })
+	e := s.engine(t)
+	e.exec = g
+	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunSucceeded || res.Counts[StatusRestored] != 1 || res.Counts[StatusSucceeded] != 1 || restoring != 1 {
+		t.Fatalf("run: %s, counts %v, %d restores; want succeeded, a ran, b restored once", res.Status, res.Counts, restoring)
 	}
 }
