@@ -331,3 +331,73 @@ phase "b" {
 		t.Fatalf("run: %s, counts %v, %d restores; want succeeded, a ran, b restored once", res.Status, res.Counts, restoring)
 	}
 }
+
+// TestDecideAheadSlowDeciderLeavesFreeSlots: with -j 2, a phase still
+// deciding ahead (hashing a large input, say) may claim one free slot,
+// not both: a phase that started deciding after it and must run takes
+// the other one meanwhile, as it would have before phases decided ahead.
+func TestDecideAheadSlowDeciderLeavesFreeSlots(t *testing.T) {
+	spec := `
+phase "a1" {
+  command = "write out/a1.txt a"
+  outputs = ["out/a1.txt"]
+  cache   = false
+}
+phase "a2" {
+  command = "write out/a2.txt a"
+  outputs = ["out/a2.txt"]
+  cache   = false
+}
+phase "p_slow" {
+  command = "write out/p.txt p"
+  outputs = ["out/p.txt"]
+  cache   = false
+}
+phase "q" {
+  command = "write out/q.txt q"
+  outputs = ["out/q.txt"]
+  cache   = false
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec, "out/.keep": ""})
+	// a1 and a2 hold both slots until p_slow and q decide ahead; q asks
+	// for a slot, p_slow decides until q's command has started.
+	g := newAskGate(t, "a1", "q")
+	g2 := &askGate{fakeExec: fakeExec{}, gated: "a2", asked: g.asked, ended: make(chan struct{}), t: t}
+	qStarted := make(chan struct{})
+	testHookDecided = func(addr string) {
+		if addr != "p_slow" {
+			return
+		}
+		select {
+		case <-qStarted:
+		case <-time.After(20 * time.Second):
+			t.Error("after 20s deciding p_slow, q had not started with both slots free")
+		}
+	}
+	t.Cleanup(func() { testHookDecided = nil })
+	e := s.engine(t)
+	e.exec = execFunc(func(ctx context.Context, job *Job) (int, error) {
+		switch job.Phase {
+		case "a1":
+			return g.Run(ctx, job)
+		case "a2":
+			return g2.Run(ctx, job)
+		case "q":
+			close(qStarted)
+		}
+		return g.fakeExec.Run(ctx, job)
+	})
+	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunSucceeded || res.Counts[StatusSucceeded] != 4 {
+		t.Fatalf("run: %s, counts %v; want succeeded, 4 ran", res.Status, res.Counts)
+	}
+}
+
+// execFunc is an Executor from a function.
+type execFunc func(ctx context.Context, job *Job) (int, error)
+
+func (f execFunc) Run(ctx context.Context, job *Job) (int, error) { return f(ctx, job) }

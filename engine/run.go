@@ -554,10 +554,12 @@ type phaseResult struct {
 // the workspace. So a no-op keeps every core busy deciding, and cached
 // phases are done while a long command holds the only slot of -j 1.
 // Slots still go in the order phases became ready: a phase deciding ahead
-// gets one only when no phase started before it may still claim it, and
-// a new phase takes one only when no phase deciding ahead may; so -j 1
-// runs commands in the same order as before, and a spent budget stops the
-// same phases. As before, a phase whose pools are full is passed over.
+// gets one only when more are free than phases started before it may
+// still claim, and a new phase takes one only when more are free than
+// phases deciding ahead may claim; so -j 1 runs commands in the same
+// order as before, and a spent budget stops the same phases, while with
+// -j N a phase slow to decide keeps one free slot, not all of them. As
+// before, a phase whose pools are full is passed over.
 func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
@@ -582,16 +584,18 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	pool := newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2))
-	// aheadMayClaim: a phase deciding ahead, not asking yet, would get a
-	// free slot (its pools have room) if it asked; the ones asking that
-	// fit were granted already.
-	aheadMayClaim := func() bool {
+	// aheadMayClaim counts the phases deciding ahead, not asking yet,
+	// that would get a free slot (their pools have room) if they asked:
+	// that many free slots are theirs; the ones asking that fit were
+	// granted already.
+	aheadMayClaim := func() int {
+		n := 0
 		for _, a := range ahead {
 			if _, ok := asking[a]; !ok && pools.fits(r.e.spec.Phase(a).Resources) {
-				return true
+				n++
 			}
 		}
-		return false
+		return n
 	}
 	dropAhead := func(addr string) {
 		delete(asking, addr)
@@ -671,21 +675,22 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		}
 		// Then the phases that decided ahead and must run, in the order
 		// they started; one still deciding that would get a slot (it
-		// fits) holds back those after it.
+		// fits) keeps one of the free slots from those after it.
+		claims := 0
 		for i := 0; i < len(ahead); {
 			addr := ahead[i]
 			res := r.e.spec.Phase(addr).Resources
 			ch, ok := asking[addr]
 			switch {
-			case !ok && running < jobs && pools.fits(res):
-				i = len(ahead)
-				continue
 			case !ok:
+				if pools.fits(res) {
+					claims++
+				}
 				i++
 				continue
 			case !open() || r.budgetSpent():
 				ch <- false
-			case running < jobs && pools.fits(res):
+			case running+claims < jobs && pools.fits(res):
 				running++
 				pools.take(res)
 				delete(deciding, addr)
@@ -705,9 +710,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		for i := 0; open() && i < len(queue); {
 			addr := queue[i]
 			p := r.e.spec.Phase(addr)
-			slot := running < jobs && pools.fits(p.Resources) && !aheadMayClaim()
+			claims := aheadMayClaim()
+			slot := running+claims < jobs && pools.fits(p.Resources)
 			if !slot && len(deciding) >= window {
-				if running < jobs {
+				if running+claims < jobs {
 					i++ // a later phase's pools may have room
 					continue
 				}
