@@ -401,3 +401,39 @@ phase "q" {
 type execFunc func(ctx context.Context, job *Job) (int, error)
 
 func (f execFunc) Run(ctx context.Context, job *Job) (int, error) { return f(ctx, job) }
+
+// TestDecideAheadDecisionFails: with -j 1, a phase deciding ahead whose
+// decision fails (a declared input is missing) fails; the command
+// holding the slot finishes, and a phase waiting for the slot does not
+// run (without --keep-going), as when phases decided one at a time.
+func TestDecideAheadDecisionFails(t *testing.T) {
+	spec := `
+phase "a" {
+  command = "write out/a.txt a"
+  outputs = ["out/a.txt"]
+  cache   = false
+}
+phase "b" {
+  command = "cp missing.txt out/b.txt"
+  inputs  = ["missing.txt"]
+  outputs = ["out/b.txt"]
+}
+phase "c" {
+  command = "write out/c.txt c"
+  outputs = ["out/c.txt"]
+  cache   = false
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec, "out/.keep": ""})
+	g := newAskGate(t, "a", "c")
+	e := s.engine(t)
+	e.exec = g
+	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunFailed || res.Counts[StatusSucceeded] != 1 || res.Counts[StatusFailed] != 1 || res.Counts[StatusSkipped] != 1 || res.Failures["b"] == nil {
+		t.Fatalf("run: %s, counts %v, failures %v; want failed: a ran, b failed, c skipped", res.Status, res.Counts, res.Failures)
+	}
+	checkNotStarted(t, s, g, res, "not started: the run ended after a failure", "c")
+}

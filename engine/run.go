@@ -578,7 +578,8 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	// ahead (found cached without a slot) are done in it too: such a
 	// phase is held until every phase started before it is done (or
 	// released), else its dependents would become ready, and run,
-	// before theirs.
+	// before theirs. A failure is not held: it makes nothing ready, and
+	// halts the run before another command starts.
 	var order []string               // with -j 1: phases started, not yet done or released, in start order
 	held := map[string]phaseResult{} // with -j 1: phases done ahead of one started before them
 	halted := false
@@ -791,7 +792,7 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
-			if wasAhead && len(order) > 0 && order[0] != pr.addr {
+			if wasAhead && pr.ok && len(order) > 0 && order[0] != pr.addr {
 				held[pr.addr] = pr
 				continue
 			}
