@@ -554,10 +554,12 @@ type phaseResult struct {
 // the workspace. So a no-op keeps every core busy deciding, and cached
 // phases are done while a long command holds the only slot of -j 1.
 // Slots still go in the order phases became ready: a phase deciding ahead
-// gets one only when no phase started before it may still claim it, and
-// a new phase takes one only when no phase deciding ahead may; so -j 1
-// runs commands in the same order as before, and a spent budget stops the
-// same phases. As before, a phase whose pools are full is passed over.
+// gets one only when more are free than phases started before it may
+// still claim, and a new phase takes one only when more are free than
+// phases deciding ahead may claim; so -j 1 runs commands in the same
+// order as before, and a spent budget stops the same phases, while with
+// -j N a phase slow to decide keeps one free slot, not all of them. As
+// before, a phase whose pools are full is passed over.
 func (r *runner) schedule(ctx context.Context, jobs int) {
 	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
 	pools := newPoolState(r.e.spec.Pools)
@@ -571,24 +573,83 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 	var ahead []string               // of them, those that may still ask for one, in start order
 	asking := map[string]chan bool{} // of those, the ones asking, and where to answer
 	window := decideAhead()
+	// With -j 1, phases were done one at a time, in the order they
+	// started; commands still start in that order only if phases done
+	// ahead (found cached without a slot) are done in it too: such a
+	// phase is held until every phase started before it is done (or
+	// released), else its dependents would become ready, and run,
+	// before theirs. A failure is not held: it makes nothing ready, and
+	// halts the run before another command starts.
+	var order []string               // with -j 1: phases started, not yet done or released, in start order
+	held := map[string]phaseResult{} // with -j 1: phases done ahead of one started before them
 	halted := false
 	stopC := (<-chan struct{})(r.stopCh)
 	pool := newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2))
-	// aheadMayClaim: a phase deciding ahead, not asking yet, would get a
-	// free slot (its pools have room) if it asked; the ones asking that
-	// fit were granted already.
-	aheadMayClaim := func() bool {
+	// aheadMayClaim counts the phases deciding ahead, not asking yet,
+	// that would get a free slot (their pools have room) if they asked:
+	// that many free slots are theirs; the ones asking that fit were
+	// granted already.
+	aheadMayClaim := func() int {
+		n := 0
 		for _, a := range ahead {
 			if _, ok := asking[a]; !ok && pools.fits(r.e.spec.Phase(a).Resources) {
-				return true
+				n++
 			}
 		}
-		return false
+		return n
 	}
 	dropAhead := func(addr string) {
 		delete(asking, addr)
 		if i := slices.Index(ahead, addr); i >= 0 {
 			ahead = slices.Delete(ahead, i, i+1)
+		}
+	}
+	// apply acts on a phase's end: its dependents become ready, or are
+	// blocked by its failure, which halts the run without KeepGoing.
+	apply := func(pr phaseResult) {
+		if pr.notStarted {
+			return // pending: skipped when the run ends, as if never started
+		}
+		if released[pr.addr] {
+			// Its dependents were started: only a failure to store its
+			// outputs (a full cache) remains to act on.
+			delete(released, pr.addr)
+			if !pr.ok && !r.opts.KeepGoing {
+				halted = true
+			}
+			return
+		}
+		skipped := plan.Done(pr.addr, pr.ok)
+		if !pr.ok && (r.stopping() || ctx.Err() != nil) {
+			// A phase ended by a stop: its dependents were not
+			// blocked by a failure, they are simply not started.
+			skipped = nil
+		}
+		for _, s := range skipped {
+			r.state.phase(s, func(ps *PhaseState) {
+				ps.Status = StatusBlocked
+				ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
+			})
+			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
+		}
+		if !pr.ok && !r.opts.KeepGoing {
+			halted = true
+		}
+	}
+	// leave takes a phase done or released out of order, and applies the
+	// phases held behind it.
+	leave := func(addr string) {
+		if i := slices.Index(order, addr); i >= 0 {
+			order = slices.Delete(order, i, i+1)
+		}
+		for len(order) > 0 {
+			pr, ok := held[order[0]]
+			if !ok {
+				return
+			}
+			delete(held, order[0])
+			order = order[1:]
+			apply(pr)
 		}
 	}
 	for {
@@ -615,21 +676,22 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		}
 		// Then the phases that decided ahead and must run, in the order
 		// they started; one still deciding that would get a slot (it
-		// fits) holds back those after it.
+		// fits) keeps one of the free slots from those after it.
+		claims := 0
 		for i := 0; i < len(ahead); {
 			addr := ahead[i]
 			res := r.e.spec.Phase(addr).Resources
 			ch, ok := asking[addr]
 			switch {
-			case !ok && running < jobs && pools.fits(res):
-				i = len(ahead)
-				continue
 			case !ok:
+				if pools.fits(res) {
+					claims++
+				}
 				i++
 				continue
 			case !open() || r.budgetSpent():
 				ch <- false
-			case running < jobs && pools.fits(res):
+			case running+claims < jobs && pools.fits(res):
 				running++
 				pools.take(res)
 				delete(deciding, addr)
@@ -649,9 +711,10 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		for i := 0; open() && i < len(queue); {
 			addr := queue[i]
 			p := r.e.spec.Phase(addr)
-			slot := running < jobs && pools.fits(p.Resources) && !aheadMayClaim()
+			claims := aheadMayClaim()
+			slot := running+claims < jobs && pools.fits(p.Resources)
 			if !slot && len(deciding) >= window {
-				if running < jobs {
+				if running+claims < jobs {
 					i++ // a later phase's pools may have room
 					continue
 				}
@@ -662,6 +725,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 				break
 			}
 			queue = append(queue[:i], queue[i+1:]...)
+			if jobs == 1 {
+				order = append(order, addr)
+			}
 			if slot {
 				pools.take(p.Resources)
 				running++
@@ -688,6 +754,9 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			stopC = nil
 			continue
 		case pr := <-r.results:
+			if testHookResult != nil {
+				testHookResult(pr)
+			}
 			if pr.yield {
 				running--
 				pools.release(r.e.spec.Phase(pr.addr).Resources)
@@ -705,10 +774,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			if pr.released {
 				released[pr.addr] = true
 				plan.Done(pr.addr, true)
+				leave(pr.addr)
 				continue
 			}
+			wasAhead := deciding[pr.addr]
 			switch {
-			case deciding[pr.addr]:
+			case wasAhead:
 				delete(deciding, pr.addr) // done without a slot
 				dropAhead(pr.addr)
 			case !freed[pr.addr]:
@@ -721,34 +792,12 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			}
 			delete(freed, pr.addr)
 			inflight--
-			if pr.notStarted {
-				continue // pending: skipped when the run ends, as if never started
-			}
-			if released[pr.addr] {
-				// Its dependents were started: only a failure to
-				// store its outputs (a full cache) remains to act on.
-				delete(released, pr.addr)
-				if !pr.ok && !r.opts.KeepGoing {
-					halted = true
-				}
+			if wasAhead && pr.ok && len(order) > 0 && order[0] != pr.addr {
+				held[pr.addr] = pr
 				continue
 			}
-			skipped := plan.Done(pr.addr, pr.ok)
-			if !pr.ok && (r.stopping() || ctx.Err() != nil) {
-				// A phase ended by a stop: its dependents were not
-				// blocked by a failure, they are simply not started.
-				skipped = nil
-			}
-			for _, s := range skipped {
-				r.state.phase(s, func(ps *PhaseState) {
-					ps.Status = StatusBlocked
-					ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
-				})
-				r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
-			}
-			if !pr.ok && !r.opts.KeepGoing {
-				halted = true
-			}
+			apply(pr)
+			leave(pr.addr)
 		}
 	}
 }
@@ -837,6 +886,9 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 
 	began := e.now()
 	d, err := e.decide(p, up, r.sel.forced[addr])
+	if testHookDecided != nil {
+		testHookDecided(addr)
+	}
 	if err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
@@ -974,13 +1026,19 @@ func (r *runner) awaitUpstreams(addr string) (string, bool) {
 // takeSlot asks the scheduler for a job slot (and the phase's pool units)
 // and waits for the answer. A refusal (the run is stopping or halted, or
 // its budget is spent) marks the phase not started: it must not restore
-// or run, and it stays pending.
+// or run, and it stays pending, recorded as a phase never started is,
+// without the key and reasons of its decision (cairn logs takes a phase
+// with a key for one that ran or was found cached).
 func (r *runner) takeSlot(addr string) bool {
 	grant := make(chan bool, 1)
 	r.results <- phaseResult{addr: addr, regrant: grant}
 	if <-grant {
 		return true
 	}
+	r.state.phase(addr, func(ps *PhaseState) {
+		ps.Key = ""
+		ps.Reasons = nil
+	})
 	r.mu.Lock()
 	if r.notStarted == nil {
 		r.notStarted = map[string]bool{}
@@ -993,6 +1051,14 @@ func (r *runner) takeSlot(addr string) bool {
 // testHookYielded, set by tests only, is called when a phase has given
 // its slot back to wait for its upstream phases.
 var testHookYielded func(r *runner, addr string)
+
+// testHookDecided, set by tests only, is called when a phase has
+// decided, before it takes a slot or finishes; testHookResult when the
+// scheduler receives a message from a phase.
+var (
+	testHookDecided func(addr string)
+	testHookResult  func(pr phaseResult)
+)
 
 // isClosed reports whether ch, which is only ever closed, is.
 func isClosed(ch chan struct{}) bool {

@@ -41,6 +41,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 		results: make(chan phaseResult),
 		storing: map[string]chan struct{}{"a": make(chan struct{})},
 		res:     &RunResult{Failures: map[string]error{}},
+		state:   &stateFile{st: &RunState{Phases: map[string]*PhaseState{}}},
 	}
 	type ret struct {
 		u       string
@@ -100,7 +101,9 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 		t.Fatalf("awaitUpstreams = %+v, want granted, no failed upstream", got)
 	}
 
-	// Refused: the phase is recorded as not started.
+	// Refused: the phase is recorded as not started, without the key and
+	// reasons of its decision.
+	r.state.phase("b", func(ps *PhaseState) { ps.Key, ps.Reasons = "k", []string{"new"} })
 	r.storing["a"] = make(chan struct{})
 	go await()
 	next("yield")
@@ -111,6 +114,9 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 	}
 	if !r.notStarted["b"] {
 		t.Error("a refused phase is not recorded as not started")
+	}
+	if ps := r.state.st.Phases["b"]; ps.Key != "" || ps.Reasons != nil {
+		t.Errorf("a refused phase is recorded as %+v, want no key or reasons", ps)
 	}
 
 	// The upstream is over already: no message, no wait.
