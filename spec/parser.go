@@ -78,7 +78,7 @@ func (p *Parser) LoadFile(path string, opts Options) (*Spec, hcl.Diagnostics) {
 // LoadBytes decodes and evaluates src as the spec file named filename,
 // whose workspace is the absolute directory dir.
 func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options) (*Spec, hcl.Diagnostics) {
-	f, diags := p.p.ParseHCL(src, filename)
+	f, diags := p.parseHCL(src, filename)
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -100,6 +100,18 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 		return nil, diags
 	}
 	return s, diags
+}
+
+// parseHCL parses src as the spec file filename, as hclparse's ParseHCL
+// does (a file parsed already is not parsed again), large ones on every
+// core (parseSplit).
+func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
+	if f := p.p.Files()[filename]; f != nil {
+		return f, nil
+	}
+	f, diags := parseSplit(src, filename)
+	p.p.AddFile(filename, f)
+	return f, diags
 }
 
 // loadVarFile reads a -var-file: HCL attributes, one per variable, whose
