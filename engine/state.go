@@ -298,40 +298,28 @@ func marshalState(st *RunState) ([]byte, error) {
 	return enc.marshal(st)
 }
 
-// stateEncoder encodes states as marshalState does, reusing its buffers
+// stateEncoder encodes states as marshalState does, reusing its buffer
 // from one record to the next: a run of 1,000 phases rewrites a record of
-// hundreds of KiB every interval, and fresh buffers each time made
-// megabytes of garbage. The bytes it returns are valid until its next use.
+// hundreds of KiB every interval, and a fresh buffer each time made
+// megabytes of garbage. It writes the JSON itself (stateenc.go), byte for
+// byte what encoding/json writes. The bytes it returns are valid until
+// its next use.
 type stateEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
 	out []byte
 }
 
 func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
-	if se.enc == nil {
-		se.enc = json.NewEncoder(&se.buf)
-		se.enc.SetIndent("", "  ")
-	}
-	// Everything but the phases is encoded by encoding/json, with an
-	// empty "phases" (the last member), which appendPhases then fills.
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
-	cp.Phases = map[string]*PhaseState{}
-	se.buf.Reset()
-	if err := se.enc.Encode(&cp); err != nil {
-		return nil, fmt.Errorf("encode state: %w", err)
-	}
-	head := bytes.TrimSuffix(se.buf.Bytes(), []byte("{}\n}\n"))
-	if len(head) == se.buf.Len() {
-		return nil, errors.New("encode state: phases are not its last member")
-	}
 	// A cached phase's record is about 130 bytes: one allocation, not a
 	// doubling series of them, each faulting in fresh pages.
-	if need := len(head) + 160*len(st.Phases) + 256; cap(se.out) < need {
+	if need := 1024 + 160*len(st.Phases); cap(se.out) < need {
 		se.out = make([]byte, 0, need)
 	}
-	out := append(se.out[:0], head...)
+	out, err := appendHeader(se.out[:0], &cp)
+	if err != nil {
+		return nil, fmt.Errorf("encode state: %w", err)
+	}
 	switch {
 	case st.Phases == nil:
 		out = append(out, "null"...)
@@ -339,7 +327,6 @@ func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
 		out = append(out, "{}"...)
 	default:
 		out = append(out, '{')
-		var err error
 		if out, err = appendPhases(out, st.Phases); err != nil {
 			return nil, fmt.Errorf("encode state: %w", err)
 		}

@@ -248,3 +248,81 @@ func BenchmarkStateEncode1000(b *testing.B) {
 		}
 	}
 }
+
+// fillValue sets v, and every field of it, to something other than its
+// zero value, so that a field added to RunState (or to Request, Gates,
+// Spend) and not to appendHeader fails TestStateHeaderMatchesJSON.
+func fillValue(t testing.TB, v reflect.Value, seed int, path string) {
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(time.Date(2026, 11, 27, 2, 3, 4, 500600700+seed, time.FixedZone("", -7200))))
+			return
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if f.Name == "Phases" {
+				continue // appendPhases' part
+			}
+			fillValue(t, v.Field(i), seed+i, path+"."+f.Name)
+		}
+	case reflect.String:
+		v.SetString(fmt.Sprintf("%s-%d", strings.ToLower(path), seed))
+	case reflect.Int, reflect.Int64:
+		v.SetInt(int64(7 + seed))
+	case reflect.Float64:
+		v.SetFloat(0.25 * float64(seed+1))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Slice:
+		v.Set(reflect.ValueOf([]string{path + "-a", path + "-b"}))
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fillValue(t, p.Elem(), seed, path)
+		v.Set(p)
+	default:
+		t.Fatalf("%s: kind %s not filled; teach fillValue and appendHeader", path, v.Kind())
+	}
+}
+
+// TestStateHeaderMatchesJSON: the members before "phases", written
+// directly, are what json.MarshalIndent writes: every field set, every
+// field zero, nil and empty lists, costs of every form.
+func TestStateHeaderMatchesJSON(t *testing.T) {
+	full := &RunState{}
+	fillValue(t, reflect.ValueOf(full).Elem(), 1, "run")
+	full.Phases = map[string]*PhaseState{"p": {Status: StatusCached}}
+	negZero := math.Copysign(0, -1)
+	tests := []struct {
+		name string
+		st   *RunState
+	}{
+		{"every field", full},
+		{"zero", &RunState{}},
+		{"empty targets", &RunState{Request: Request{Targets: []string{}}, Phases: map[string]*PhaseState{}}},
+		{"one target, gates, vars", &RunState{Request: Request{Targets: []string{`eval["m<1>"]`}, Gates: Gates{Only: []string{"a"}}, Vars: []string{"x=é"}}}},
+		{"costs", &RunState{MaxCost: &negZero, SpentBefore: Spend{Cost: 1e-7, Iterations: -3}, Spent: Spend{Cost: 1e21}}},
+		{"small and large costs", &RunState{SpentBefore: Spend{Cost: 0.1 + 0.2}, Spent: Spend{Cost: 123456789.125}}},
+	}
+	for _, tt := range tests {
+		var enc stateEncoder
+		got, err := enc.marshal(tt.st)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(string(referenceState(t, tt.st)), string(got)); diff != "" {
+			t.Errorf("%s (-encoding/json +direct):\n%s", tt.name, diff)
+		}
+	}
+	// What encoding/json refuses, the direct encoding refuses too.
+	bad := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, st := range []*RunState{{Started: bad}, {Ended: &bad}, {MaxCost: new(math.NaN())}, {Spent: Spend{Cost: math.Inf(1)}}} {
+		if _, err := json.MarshalIndent(st, "", "  "); err == nil {
+			t.Fatalf("encoding/json took %+v", st)
+		}
+		var enc stateEncoder
+		if _, err := enc.marshal(st); err == nil {
+			t.Errorf("the direct encoding took %+v, which encoding/json refuses", st)
+		}
+	}
+}
