@@ -217,7 +217,7 @@ func FuzzStateEncoder(f *testing.F) {
 			w := time.Unix(dur%(1<<40), n%1e9).UTC()
 			ps.Started, ps.Ended = &w, &w
 		}
-		st := &RunState{RunID: "r", Status: status, Phases: map[string]*PhaseState{name: ps, name + "2": {Status: status}}}
+		st := &RunState{RunID: name, Spec: errText, Host: tail, Status: status, StopReason: reason, Request: Request{Targets: []string{key, reason}, Vars: []string{tail}}, Phases: map[string]*PhaseState{name: ps, name + "2": {Status: status}}}
 		_, err := json.MarshalIndent(st, "", "  ")
 		var enc stateEncoder
 		got, gerr := enc.marshal(st)
