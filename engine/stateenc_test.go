@@ -326,3 +326,16 @@ func TestStateHeaderMatchesJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestLockInfoJSON: the lock holder is written as json.Marshal writes it.
+func TestLockInfoJSON(t *testing.T) {
+	for _, li := range []LockInfo{{}, {PID: 4242, RunID: "20261127-010203-abcdef", Host: "vm"}, {PID: -1, RunID: `a"<b>`, Host: "hôte\x00"}} {
+		want, err := json.Marshal(li)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := li.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("%+v: appendJSON = %s, json.Marshal = %s", li, got, want)
+		}
+	}
+}
