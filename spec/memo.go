@@ -169,6 +169,25 @@ func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Sp
 	return s, diags, false
 }
 
+// LoadMemo returns the spec at path from the memo at memoPath if the memo
+// is good for it (as LoadFileMemo would take it), else nil, parsing
+// nothing and writing nothing.
+func LoadMemo(path string, opts Options, memoPath string) *Spec {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	key, err := memoKey(path, filepath.Dir(abs), src, opts)
+	if err != nil {
+		return nil
+	}
+	return readMemo(memoPath, key, opts.LookupEnv)
+}
+
 // readMemo returns the memoised spec if the memo is for key and nothing it
 // read has changed, else nil.
 func readMemo(path, key string, look func(string) (string, bool)) *Spec {

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/cairn-run/cairn/spec"
 )
 
 // TestEarlyMemories: the memories are read ahead only for the commands
@@ -41,5 +43,54 @@ func TestEarlyMemories(t *testing.T) {
 		if m := <-e.mem; m == nil {
 			t.Errorf("earlyMemories(%q) gave no memories", tt.args)
 		}
+	}
+}
+
+// TestEarlySpec: without -var and -var-file, run reads the spec ahead
+// from its memo, the spec loadSpec gives; a variable on the command line,
+// or no memo, leaves the spec to loadSpec.
+func TestEarlySpec(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	const src = "phase \"a\" {\n  command = \"echo a > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
+	if err := os.WriteFile("experiment.hcl", []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(".cairn", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if e := earlyMemories([]string{"run"}); e == nil || e.spec == nil || <-e.spec != nil {
+		t.Fatal("a spec read ahead without a memo")
+	}
+	g := &globals{File: "experiment.hcl", stderr: os.Stderr}
+	want, err := g.loadSpec() // writes the memo
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := earlyMemories([]string{"run"})
+	if e == nil || e.spec == nil {
+		t.Fatal("run did not read the spec ahead")
+	}
+	got := <-e.spec
+	if got == nil || got.Hash != want.Hash || len(got.Phases) != 1 || got.Phases[0].Addr != "a" {
+		t.Fatalf("spec read ahead = %+v, want %+v", got, want)
+	}
+	for _, args := range [][]string{{"run", "-var", "x=1"}, {"run", "--var-file=v.hcl"}, {"plan", "-var=x=1"}} {
+		if e := earlyMemories(args); e == nil || e.spec != nil {
+			t.Errorf("earlyMemories(%q): spec read ahead despite a variable", args)
+		}
+	}
+	// loadSpec takes the spec read ahead, unless variables are set.
+	ahead := &spec.Spec{Hash: "read ahead"}
+	g.early = &earlyRead{spec: make(chan *spec.Spec, 1)}
+	g.early.spec <- ahead
+	if s, err := g.loadSpec(); err != nil || s != ahead {
+		t.Fatalf("loadSpec = %v, %v; want the spec read ahead", s, err)
+	}
+	g.early = &earlyRead{spec: make(chan *spec.Spec, 1)}
+	g.early.spec <- ahead
+	g.Vars = []string{"x=1"}
+	if s, err := g.loadSpec(); err == nil && s == ahead {
+		t.Fatal("loadSpec took the spec read ahead although -var is set")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -292,13 +293,16 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 		}
 		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
 	}
+	if e := g.early; e != nil && e.spec != nil && g.File == spec.DefaultFile && len(opts.Vars) == 0 && len(opts.VarFiles) == 0 {
+		if s := <-e.spec; s != nil {
+			return s, nil // read ahead from its memo, as below
+		}
+	}
 	// The parser (and the syntax trees it holds) is dropped once the spec
-	// is loaded: only a failed load needs its files, for the message.
+	// is loaded: only a failed load needs its files, for the message. The
+	// memo is written only where the state directory already exists.
 	parser := spec.NewParser()
-	// The memo lives in the workspace's state directory, beside the spec;
-	// it is written only where that directory already exists.
-	memo := spec.MemoPath(filepath.Join(filepath.Dir(g.File), engine.StateDirName), g.File)
-	s, diags, _ := parser.LoadFileMemo(g.File, opts, memo)
+	s, diags, _ := parser.LoadFileMemo(g.File, opts, specMemoPath(g.File))
 	if diags.HasErrors() {
 		return nil, &diagError{diags: diags, files: parser.Files()}
 	}
@@ -358,17 +362,21 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}, Executors: xs, Memories: <-memories}), nil
 }
 
-// earlyRead is the workspace's memories read ahead, from dir.
+// earlyRead is the workspace's memories read ahead, from dir, and its
+// spec, from its memo, when the command line sets no variables.
 type earlyRead struct {
-	dir string
-	mem chan *engine.Memories
+	dir  string
+	mem  chan *engine.Memories
+	spec chan *spec.Spec // nil: not read ahead; a nil *Spec: no good memo
 }
 
 // earlyMemories starts reading the memories of the workspace in the
 // current directory, for the commands that read them (run, plan), when
 // the command line names no other spec file: a no-op run of 100 phases
 // waited for them half a millisecond. A wrong guess costs a read of the
-// files of a directory cairn then does not use.
+// files of a directory cairn then does not use. Without -var and
+// -var-file, the spec is read from its memo too (loadSpec takes it), so
+// that neither waits for the command line to be set up.
 func earlyMemories(args []string) *earlyRead {
 	if len(args) == 0 || args[0] != "run" && args[0] != "plan" {
 		return nil
@@ -384,7 +392,20 @@ func earlyMemories(args []string) *earlyRead {
 	}
 	e := &earlyRead{dir: dir, mem: make(chan *engine.Memories, 1)}
 	go func() { e.mem <- engine.LoadMemories(dir) }()
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-var") || strings.HasPrefix(a, "--var") }) {
+		e.spec = make(chan *spec.Spec, 1)
+		go func() {
+			file := spec.DefaultFile
+			e.spec <- spec.LoadMemo(file, spec.Options{LookupEnv: os.LookupEnv}, specMemoPath(file))
+		}()
+	}
 	return e
+}
+
+// specMemoPath is where the memo of the spec file lives: the workspace's
+// state directory, beside the spec.
+func specMemoPath(file string) string {
+	return spec.MemoPath(filepath.Join(filepath.Dir(file), engine.StateDirName), file)
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing
