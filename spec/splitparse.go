@@ -25,11 +25,18 @@ var splitMin = 64 << 10 // a variable: tests split small sources
 // parseSplit parses src, a spec file named filename, as hclsyntax.ParseConfig
 // does from its start.
 func parseSplit(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
 	cuts := splitPoints(src, runtime.GOMAXPROCS(0))
 	if len(cuts) == 0 {
-		return hclsyntax.ParseConfig(src, filename, start)
+		return hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	}
+	return parsePieces(src, filename, cuts)
+}
+
+// parsePieces parses src cut at cuts (increasing offsets inside src, each
+// the start of a line), the pieces side by side, and joins them; if they
+// do not join, src is parsed whole.
+func parsePieces(src []byte, filename string, cuts []int) (*hcl.File, hcl.Diagnostics) {
+	start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
 	bounds := append(append([]int{0}, cuts...), len(src))
 	files := make([]*hcl.File, len(bounds)-1)
 	diags := make([]hcl.Diagnostics, len(bounds)-1)
