@@ -14,7 +14,7 @@ for file in $(git ls-files '*_test.go'); do
 	for target in $(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(f \*testing\.F).*/\1/p' "$file"); do
 		total=$((total + 1))
 		log=$(mktemp)
-		nice -n 19 "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -parallel=1 "$pkg" >"$log" 2>&1
+		nice -n 19 "$GO" test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s -parallel=1 "$pkg" >"$log" 2>&1
 		rc=$?
 		last=$(grep 'fuzz: elapsed' "$log" | tail -1)
 		execs=$(echo "$last" | sed -n 's/.*execs: \([0-9]*\).*/\1/p')

@@ -294,7 +294,9 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
 	}
 	if e := g.early; e != nil && e.spec != nil && g.File == spec.DefaultFile && len(opts.Vars) == 0 && len(opts.VarFiles) == 0 {
-		if s := <-e.spec; s != nil {
+		s := <-e.spec
+		e.spec = nil // taken: a second load reads the files
+		if s != nil {
 			return s, nil // read ahead from its memo, as below
 		}
 	}
@@ -338,8 +340,9 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	memories := make(chan *engine.Memories, 1)
 	if dir, err := filepath.Abs(filepath.Dir(g.File)); err != nil {
 		memories <- nil
-	} else if g.early != nil && g.early.dir == dir {
+	} else if g.early != nil && g.early.mem != nil && g.early.dir == dir {
 		memories = g.early.mem
+		g.early.mem = nil // taken: a second engine reads the files
 	} else {
 		go func() { memories <- engine.LoadMemories(dir) }()
 	}
