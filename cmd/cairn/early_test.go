@@ -94,3 +94,17 @@ func TestEarlySpec(t *testing.T) {
 		t.Fatal("loadSpec took the spec read ahead although -var is set")
 	}
 }
+
+// TestEarlyTakenBeforeRead: what was read ahead may be taken (and its
+// field cleared) before the read ends; the read still delivers it. (The
+// reads once sent on the fields: a field cleared first left the read
+// blocked on a nil channel and cairn waiting for it forever.)
+func TestEarlyTakenBeforeRead(t *testing.T) {
+	for range 50 {
+		e := earlyMemories([]string{"run"})
+		mem, sp := e.mem, e.spec
+		e.mem, e.spec = nil, nil // as openEngine and loadSpec do, at once
+		<-mem
+		<-sp
+	}
+}

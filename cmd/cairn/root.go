@@ -394,12 +394,16 @@ func earlyMemories(args []string) *earlyRead {
 		return nil
 	}
 	e := &earlyRead{dir: dir, mem: make(chan *engine.Memories, 1)}
-	go func() { e.mem <- engine.LoadMemories(dir) }()
+	// The goroutines send on the channels they were given: the fields
+	// are cleared once taken (a send on a cleared field would block).
+	mem := e.mem
+	go func() { mem <- engine.LoadMemories(dir) }()
 	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-var") || strings.HasPrefix(a, "--var") }) {
-		e.spec = make(chan *spec.Spec, 1)
+		sp := make(chan *spec.Spec, 1)
+		e.spec = sp
 		go func() {
 			file := spec.DefaultFile
-			e.spec <- spec.LoadMemo(file, spec.Options{LookupEnv: os.LookupEnv}, specMemoPath(file))
+			sp <- spec.LoadMemo(file, spec.Options{LookupEnv: os.LookupEnv}, specMemoPath(file))
 		}()
 	}
 	return e
