@@ -58,46 +58,24 @@ func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
 		}
 		return append(out, b...), nil
 	}
-	const in = phasesIndent + "  "
-	out = append(out, '{')
-	str := func(name, v string) {
-		out = append(out, ",\n"+in+`"`...)
-		out = append(out, name...)
-		out = append(out, `": `...)
-		out = appendJSONString(out, v)
-	}
-	num := func(name string, v int64) {
-		out = append(out, ",\n"+in+`"`...)
-		out = append(out, name...)
-		out = append(out, `": `...)
-		out = strconv.AppendInt(out, v, 10)
-	}
+	const in = "\n" + phasesIndent + "  "
+	str := func(name, v string) { out = appendJSONString(appendMember(out, in, name), v) }
+	num := func(name string, v int64) { out = strconv.AppendInt(appendMember(out, in, name), v, 10) }
 	tm := func(name string, t *time.Time) error {
 		b, err := t.MarshalJSON()
 		if err != nil {
 			return err
 		}
-		out = append(out, ",\n"+in+`"`...)
-		out = append(out, name...)
-		out = append(out, `": `...)
-		out = append(out, b...)
+		out = append(appendMember(out, in, name), b...)
 		return nil
 	}
-	out = append(out, "\n"+in+`"status": `...)
+	out = append(out, "{"+in+`"status": `...)
 	out = appendJSONString(out, ps.Status)
 	if ps.Key != "" {
 		str("key", ps.Key)
 	}
 	if len(ps.Reasons) > 0 {
-		out = append(out, ",\n"+in+`"reasons": [`...)
-		for i, r := range ps.Reasons {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = append(out, "\n"+in+"  "...)
-			out = appendJSONString(out, r)
-		}
-		out = append(out, "\n"+in+"]"...)
+		out = appendStrings(appendMember(out, in, "reasons"), ps.Reasons, in)
 	}
 	if ps.Attempts != 0 {
 		num("attempts", int64(ps.Attempts))
@@ -155,22 +133,14 @@ func appendJSONString(out []byte, s string) []byte {
 // reflection on RunState cost a no-op run 0.2 ms.
 func appendHeader(out []byte, st *RunState) ([]byte, error) {
 	const in = "\n  "
-	str := func(name, v string) {
-		out = append(out, ","+in+`"`...)
-		out = append(out, name...)
-		out = append(out, `": `...)
-		out = appendJSONString(out, v)
-	}
+	str := func(name, v string) { out = appendJSONString(appendMember(out, in, name), v) }
 	var err error
 	tm := func(name string, t time.Time) {
 		b, e := t.MarshalJSON()
 		if e != nil && err == nil {
 			err = e
 		}
-		out = append(out, ","+in+`"`...)
-		out = append(out, name...)
-		out = append(out, `": `...)
-		out = append(out, b...)
+		out = append(appendMember(out, in, name), b...)
 	}
 	out = append(out, "{"+in+`"schema_version": `...)
 	out = strconv.AppendInt(out, int64(st.SchemaVersion), 10)
@@ -187,10 +157,7 @@ func appendHeader(out []byte, st *RunState) ([]byte, error) {
 		v    []string
 	}{{"force", r.Force}, {"from", r.From}, {"until", r.Until}, {"only", r.Only}} {
 		if len(l.v) > 0 {
-			out = append(out, ","+rin+`"`...)
-			out = append(out, l.name...)
-			out = append(out, `": `...)
-			out = appendStrings(out, l.v, rin)
+			out = appendStrings(appendMember(out, rin, l.name), l.v, rin)
 		}
 	}
 	if r.Jobs != 0 {
@@ -227,9 +194,7 @@ func appendHeader(out []byte, st *RunState) ([]byte, error) {
 		name string
 		v    Spend
 	}{{"spent_before", st.SpentBefore}, {"spent", st.Spent}} {
-		out = append(out, ","+in+`"`...)
-		out = append(out, s.name...)
-		out = append(out, `": {`+rin+`"cost": `...)
+		out = append(appendMember(out, in, s.name), "{"+rin+`"cost": `...)
 		if out, err = appendFloat(out, s.v.Cost); err != nil {
 			return nil, err
 		}
@@ -251,6 +216,17 @@ func appendHeader(out []byte, st *RunState) ([]byte, error) {
 	str("status", st.Status)
 	out = append(out, ","+in+`"phases": `...)
 	return out, err
+}
+
+// appendMember appends the start of a member that follows another: the
+// comma, the line start in (a newline and the member's indent) and
+// "name": .
+func appendMember(out []byte, in, name string) []byte {
+	out = append(out, ',')
+	out = append(out, in...)
+	out = append(out, '"')
+	out = append(out, name...)
+	return append(out, `": `...)
 }
 
 // appendStrings appends a list of strings as a member value whose line
