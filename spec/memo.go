@@ -138,19 +138,12 @@ func MemoPath(stateDir, specPath string) string {
 // spec is loaded and, when that succeeds cleanly, the memo is rewritten if
 // its directory exists. hit says which way it went.
 func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Spec, diags hcl.Diagnostics, hit bool) {
-	src, err := os.ReadFile(path)
-	if err != nil {
+	src, dir, key, err := memoKeyOf(path, opts)
+	switch {
+	case dir == "": // unreadable, or no absolute path
 		s, diags = p.LoadFile(path, opts)
 		return s, diags, false
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		s, diags = p.LoadFile(path, opts)
-		return s, diags, false
-	}
-	dir := filepath.Dir(abs)
-	key, err := memoKey(path, dir, src, opts)
-	if err != nil {
+	case err != nil:
 		s, diags = p.LoadBytes(path, src, dir, opts)
 		return s, diags, false
 	}
@@ -173,19 +166,27 @@ func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Sp
 // is good for it (as LoadFileMemo would take it), else nil, parsing
 // nothing and writing nothing.
 func LoadMemo(path string, opts Options, memoPath string) *Spec {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil
-	}
-	key, err := memoKey(path, filepath.Dir(abs), src, opts)
+	_, _, key, err := memoKeyOf(path, opts)
 	if err != nil {
 		return nil
 	}
 	return readMemo(memoPath, key, opts.LookupEnv)
+}
+
+// memoKeyOf reads the spec file at path and returns its source, its
+// directory (empty if the file cannot be read or its absolute path
+// found) and its memo key (with an error if it cannot be computed).
+func memoKeyOf(path string, opts Options) (src []byte, dir, key string, err error) {
+	if src, err = os.ReadFile(path); err != nil {
+		return nil, "", "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return src, "", "", err
+	}
+	dir = filepath.Dir(abs)
+	key, err = memoKey(path, dir, src, opts)
+	return src, dir, key, err
 }
 
 // readMemo returns the memoised spec if the memo is for key and nothing it
