@@ -5,8 +5,6 @@ import (
 	"math"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
 
 // FuzzStateHeader: for any strings, numbers, times (any instant, any
@@ -46,18 +44,7 @@ func FuzzStateHeader(f *testing.F) {
 		if flags&8 != 0 {
 			st.Phases = map[string]*PhaseState{}
 		}
-		_, err := json.MarshalIndent(st, "", "  ")
-		var enc stateEncoder
-		got, gerr := enc.marshal(st)
-		if (err == nil) != (gerr == nil) {
-			t.Fatalf("encoding/json error %v, direct error %v", err, gerr)
-		}
-		if err != nil {
-			return
-		}
-		if diff := cmp.Diff(string(referenceState(t, st)), string(got)); diff != "" {
-			t.Errorf("(-encoding/json +direct):\n%s", diff)
-		}
+		sameAsJSON(t, st)
 	})
 }
 

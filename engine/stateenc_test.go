@@ -218,18 +218,7 @@ func FuzzStateEncoder(f *testing.F) {
 			ps.Started, ps.Ended = &w, &w
 		}
 		st := &RunState{RunID: name, Spec: errText, Host: tail, Status: status, StopReason: reason, Request: Request{Targets: []string{key, reason}, Vars: []string{tail}}, Phases: map[string]*PhaseState{name: ps, name + "2": {Status: status}}}
-		_, err := json.MarshalIndent(st, "", "  ")
-		var enc stateEncoder
-		got, gerr := enc.marshal(st)
-		if (err == nil) != (gerr == nil) {
-			t.Fatalf("encoding/json error %v, direct error %v", err, gerr)
-		}
-		if err != nil {
-			return
-		}
-		if diff := cmp.Diff(string(referenceState(t, st)), string(got)); diff != "" {
-			t.Errorf("(-encoding/json +direct):\n%s", diff)
-		}
+		sameAsJSON(t, st)
 	})
 }
 
@@ -337,5 +326,25 @@ func TestLockInfoJSON(t *testing.T) {
 		if got := li.appendJSON(nil); string(got) != string(want) {
 			t.Errorf("%+v: appendJSON = %s, json.Marshal = %s", li, got, want)
 		}
+	}
+}
+
+// sameAsJSON checks that the direct encoding of st is what
+// json.MarshalIndent (with the checksum) writes, or that both refuse it.
+func sameAsJSON(t *testing.T, st *RunState) {
+	t.Helper()
+	cp := *st
+	cp.SchemaVersion = StateSchemaVersion
+	_, err := json.MarshalIndent(&cp, "", "  ")
+	var enc stateEncoder
+	got, gerr := enc.marshal(st)
+	if (err == nil) != (gerr == nil) {
+		t.Fatalf("encoding/json error %v, direct error %v", err, gerr)
+	}
+	if err != nil {
+		return
+	}
+	if diff := cmp.Diff(string(referenceState(t, st)), string(got)); diff != "" {
+		t.Errorf("(-encoding/json +direct):\n%s", diff)
 	}
 }
