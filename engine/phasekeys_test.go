@@ -271,3 +271,38 @@ func TestPhaseKeysDebugKey(t *testing.T) {
 		t.Errorf("phase-key memory used with CAIRN_DEBUG_KEY=1")
 	}
 }
+
+// TestPhaseKeysManyEnvAndParams: a phase with several env entries, params
+// and env reads (maps, which Go iterates in a random order) is
+// remembered run after run: its fingerprint does not depend on the order
+// of a map.
+func TestPhaseKeysManyEnvAndParams(t *testing.T) {
+	const src = `
+variable "lr" {
+  default = "0.1"
+}
+phase "a" {
+  command = "cp in.txt a.txt"
+  inputs  = ["in.txt"]
+  outputs = ["a.txt"]
+  env     = { MODE = "fast", LEVEL = "3", COLOUR = "never", TZ = "UTC" }
+  params  = { lr = var.lr, model = "m1", seed = 7, layers = [1, 2] }
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": src, "in.txt": "x\n"})
+	calmFiles(t, s.dir, "in.txt")
+	s.run(t, RunOptions{})
+	for i := range 8 {
+		e := s.engine(t)
+		plan, err := e.Plan(PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Decisions) != 1 || plan.Decisions[0].Action != ActionCached {
+			t.Fatalf("plan %d: %+v, want a cached", i, plan.Decisions)
+		}
+		if got := e.phaseKeys.hits.Load(); got != 1 {
+			t.Fatalf("plan %d: phase-key memory answered %d phases, want 1", i, got)
+		}
+	}
+}
