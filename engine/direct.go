@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/cairn-run/cairn/internal/fsx"
+	"golang.org/x/sys/unix"
 )
 
 // A command line that sh would run as a pipeline of plain programs, each
@@ -66,8 +69,9 @@ func directPlan(argv, env []string, dir string) (p pipeline, ok bool) {
 		return nil, false
 	}
 	for i := range p {
-		p[i].Prog, p[i].Exec, ok = lookPathExec(p[i].Args[0], env, dir)
-		if !ok || selfPath(p[i].Prog) || len(p) > 1 && !kernelExecs(p[i].Prog) {
+		var st fileID
+		p[i].Prog, p[i].Exec, st, ok = lookPathExec(p[i].Args[0], env, dir)
+		if !ok || selfPath(p[i].Prog) || len(p) > 1 && !kernelExecs(p[i].Prog, st) {
 			return nil, false
 		}
 	}
@@ -242,13 +246,14 @@ func init() {
 // name as written, or the PATH entry as written joined with it, relative
 // to dir unless absolute. A #! script sees that one as $0, so it must be
 // sh's, not the absolute path.
-func lookPathExec(name string, env []string, dir string) (abs, execPath string, ok bool) {
+func lookPathExec(name string, env []string, dir string) (abs, execPath string, id fileID, ok bool) {
 	if strings.ContainsRune(name, '/') {
 		p := name
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(dir, p)
 		}
-		return p, name, executable(p)
+		id, ok = executable(p)
+		return p, name, id, ok
 	}
 	path := ""
 	for _, kv := range env {
@@ -264,11 +269,12 @@ func lookPathExec(name string, env []string, dir string) (abs, execPath string, 
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(dir, d)
 		}
-		if p := filepath.Join(d, name); executable(p) {
-			return p, written + "/" + name, true
+		p := filepath.Join(d, name)
+		if id, ok := executable(p); ok {
+			return p, written + "/" + name, id, true
 		}
 	}
-	return "", "", false
+	return "", "", fileID{}, false
 }
 
 // withPWD returns env with PWD as sh exports it to what it runs in dir: the
@@ -317,18 +323,51 @@ func physicalDir(dir string) string {
 
 var physicalDirs sync.Map
 
-func executable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+// fileID is what tells a file from its earlier self: a file replaced or
+// rewritten has another inode, size, mtime or ctime.
+type fileID struct {
+	dev, ino           uint64
+	size, mtime, ctime int64
 }
 
-// kernelExecs reports whether the kernel execs the file at p: an ELF
-// binary, or a script whose #! line names an ELF interpreter by its
-// absolute path. sh runs other files itself, as scripts, and reports a
-// missing interpreter in its own words.
-func kernelExecs(p string) bool {
+// executable reports whether p is an executable regular file (one sh's
+// search of PATH would take), with its fileID. A search of PATH stats a
+// name in every directory before the right one: this costs no
+// allocation, where os.Stat made an error and a FileInfo for each.
+func executable(p string) (fileID, bool) {
+	var st unix.Stat_t
+	for {
+		err := unix.Stat(p, &st)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return fileID{}, false
+		}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		return fileID{}, false
+	}
+	return fileID{dev: uint64(st.Dev), ino: uint64(st.Ino), size: st.Size,
+		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec, ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec}, true
+}
+
+// elfFiles remembers, by path, the binaries kernelExecs read (every
+// phase of a sweep runs the same few programs): one still with the same
+// fileID is an ELF binary without reading its head again.
+var elfFiles sync.Map // string -> fileID
+
+// kernelExecs reports whether the kernel execs the file at p, whose fileID
+// is id: an ELF binary, or a script whose #! line names an ELF
+// interpreter by its absolute path. sh runs other files itself, as
+// scripts, and reports a missing interpreter in its own words.
+func kernelExecs(p string, id fileID) bool {
+	if v, ok := elfFiles.Load(p); ok && v.(fileID) == id {
+		return true
+	}
 	head := fileHead(p)
 	if isELF(head) {
+		elfFiles.Store(p, id)
 		return true
 	}
 	line, ok := bytes.CutPrefix(head, []byte("#!"))
@@ -348,7 +387,7 @@ func isELF(head []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }
 // fileHead returns the first bytes of the file at p, as many as the
 // kernel reads to decide how to exec it.
 func fileHead(p string) []byte {
-	f, err := os.Open(p)
+	f, err := fsx.OpenFile(p, os.O_RDONLY, 0)
 	if err != nil {
 		return nil
 	}
@@ -443,7 +482,8 @@ func openRedirect(dir string, r redirect) (*os.File, error) {
 	if selfPath(name) {
 		return nil, errors.New("a file of the opening process")
 	}
-	if st, err := os.Stat(name); err == nil && st.Mode()&os.ModeNamedPipe != 0 {
+	var st unix.Stat_t
+	if err := unix.Stat(name, &st); err == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
 		return nil, errors.New("a FIFO, whose opening would block")
 	}
 	flag := os.O_RDONLY
@@ -453,7 +493,9 @@ func openRedirect(dir string, r redirect) (*os.File, error) {
 	case redirAppend:
 		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	return os.OpenFile(name, flag, 0o666)
+	// Opened without Go's poller (a file for the child, never read by
+	// cairn): one system call, not three.
+	return fsx.OpenFile(name, flag, 0o666)
 }
 
 // signalReport returns what sh writes to its standard error after the

@@ -555,3 +555,41 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelExecsRemembersOnlyUnchangedBinaries: a binary found to be ELF
+// is remembered by its fileID; the same path rewritten as a file the
+// kernel refuses is read again, not taken from memory.
+func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
+	elf, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true to copy:", err)
+	}
+	p := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(p, elf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, ok := executable(p)
+	if !ok || !kernelExecs(p, id) {
+		t.Fatalf("a copy of /bin/true: executable %v, kernelExecs false; want both true", ok)
+	}
+	if again, _ := executable(p); !kernelExecs(p, again) {
+		t.Fatal("the same binary again: kernelExecs false")
+	}
+	// A script without #!, which sh runs itself, at the same path.
+	if err := os.WriteFile(p+".new", []byte("echo hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(p+".new", p); err != nil {
+		t.Fatal(err)
+	}
+	id2, ok := executable(p)
+	if !ok {
+		t.Fatal("the script is not executable")
+	}
+	if id2 == id {
+		t.Fatal("the rewritten file has the same fileID")
+	}
+	if kernelExecs(p, id2) {
+		t.Error("kernelExecs took the rewritten file (a script without #!) for the binary it replaced")
+	}
+}
