@@ -154,7 +154,7 @@ func main() {
 
 	sizes := []size{
 		{name: "S", n: 100, f: 1000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 5},
-		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 3},
+		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 5},
 		{name: "L", n: 10, f: 10, s: 200 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "XS", n: 10, f: 100, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 3, slowRuns: 2},
 		{name: "Lq", n: 10, f: 10, s: 8 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
@@ -609,54 +609,81 @@ func probe(t *tool, w *ws, sc string, r *result, sz size) {
 	}
 }
 
-// hyperfine times the tools of one scenario in one invocation.
+// hyperfine times the tools of one scenario. hyperfine runs all of one
+// command's runs before the next command's, so a scenario of seconds per
+// run (cold, change one input) is timed in rounds instead: one hyperfine
+// call per round, each tool once, the tools' order rotating from round to
+// round. The speed of these shared VMs drifts by up to a third within
+// minutes; back to back, one tool's block of runs could fall in a slow
+// spell and another's not, and the ratios within a run would measure the
+// drift.
 func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs []*result) {
 	name := sz.name + "-" + sc
-	js := filepath.Join(results, name+".json")
-	args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(runs), "-i", "--export-json", js}
-	var cmds []string
 	rssFiles := make([]string, len(ts))
 	for i, t := range ts {
-		w := wss[t.name]
-		args = append(args, "--prepare", shArg(prepare(t, w, sc)))
-		rf := ""
 		if sc == "cold" && gnuTime != "" {
-			rf = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
-			os.Remove(rf)
+			rssFiles[i] = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
+			os.Remove(rssFiles[i])
 		}
-		rssFiles[i] = rf
-		cmds = append(cmds, "-n", t.name, command(t, w, sc, rf))
 	}
-	args = append(args, cmds...)
-	if err := runVerbose(nil, "hyperfine", args...); err != nil {
-		for _, r := range rs {
-			r.Failed = "hyperfine failed: " + err.Error()
+	rounds, perRound := 1, runs
+	if sc == "cold" || sc == "change1" {
+		rounds, perRound = runs, 1
+	}
+	for round := range rounds {
+		js := filepath.Join(results, name+".json")
+		if rounds > 1 {
+			js = filepath.Join(results, fmt.Sprintf("%s-round%d.json", name, round+1))
 		}
-		return
-	}
-	b, err := os.ReadFile(js)
-	check(err)
-	var hf struct {
-		Results []struct {
-			Command   string    `json:"command"`
-			Times     []float64 `json:"times"`
-			ExitCodes []*int    `json:"exit_codes"`
-		} `json:"results"`
-	}
-	check(json.Unmarshal(b, &hf))
-	for i, r := range rs {
-		if i >= len(hf.Results) {
-			r.Failed = "no hyperfine result"
-			continue
+		args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(perRound), "-i", "--export-json", js}
+		order := make([]int, len(ts)) // order[k]: the tool timed k-th this round
+		for k := range ts {
+			order[k] = (k + round) % len(ts)
 		}
-		h := hf.Results[i]
-		for _, c := range h.ExitCodes {
-			if c == nil || *c != 0 {
-				r.Failed = "a timed run failed (exit codes " + fmt.Sprint(derefAll(h.ExitCodes)) + ")"
+		var cmds []string
+		for _, i := range order {
+			t := ts[i]
+			w := wss[t.name]
+			args = append(args, "--prepare", shArg(prepare(t, w, sc)))
+			cmds = append(cmds, "-n", t.name, command(t, w, sc, rssFiles[i]))
+		}
+		args = append(args, cmds...)
+		if rounds > 1 {
+			fmt.Printf("round %d of %d\n", round+1, rounds)
+		}
+		if err := runVerbose(nil, "hyperfine", args...); err != nil {
+			for _, r := range rs {
+				r.Failed = "hyperfine failed: " + err.Error()
 			}
+			return
 		}
-		r.Samples = h.Times
-		r.Median = median(h.Times)
+		b, err := os.ReadFile(js)
+		check(err)
+		var hf struct {
+			Results []struct {
+				Command   string    `json:"command"`
+				Times     []float64 `json:"times"`
+				ExitCodes []*int    `json:"exit_codes"`
+			} `json:"results"`
+		}
+		check(json.Unmarshal(b, &hf))
+		for k, i := range order {
+			r := rs[i]
+			if k >= len(hf.Results) {
+				r.Failed = "no hyperfine result"
+				continue
+			}
+			h := hf.Results[k]
+			for _, c := range h.ExitCodes {
+				if c == nil || *c != 0 {
+					r.Failed = "a timed run failed (exit codes " + fmt.Sprint(derefAll(h.ExitCodes)) + ")"
+				}
+			}
+			r.Samples = append(r.Samples, h.Times...)
+		}
+	}
+	for i, r := range rs {
+		r.Median = median(r.Samples)
 		if rssFiles[i] != "" {
 			r.RSS = append(r.RSS, readRSS(rssFiles[i])...)
 		}
