@@ -53,9 +53,9 @@ type Dir struct {
 	}
 }
 
-// UseEntryMemo makes GetEntry answer from m for entries whose file has not
-// changed since m recorded them, and record in m every entry it reads in
-// full. Call it before the directory is used concurrently.
+// UseEntryMemo makes GetEntryLean answer from m for entries whose file has
+// not changed since m recorded them, and GetEntry and GetEntryLean record
+// in m every entry they read in full. Call it before the directory is used concurrently.
 func (c *Dir) UseEntryMemo(m *EntryMemo) { c.memo = m }
 
 // Options configures how a cache directory is opened. The zero value is a

@@ -101,7 +101,20 @@ type Entry struct {
 	// rather than in cas/ (format 2 only), each once, in the order the
 	// writer found them.
 	Inline []InlineBlob `json:"inline,omitempty"`
+
+	// Lean is set on an entry that came from the workspace memo through
+	// [Dir.GetEntryLean]: its Components then hold only the declared
+	// outputs (kind [KindOutput]), the rest being four fifths of an entry
+	// and never needed by a phase found cached. A lean entry cannot be
+	// stored (its components do not hash to its key); [Dir.GetEntry]
+	// returns the entry whole. Never stored.
+	Lean bool `json:"-"`
 }
+
+// KindOutput is the kind of the component naming one of the outputs a
+// key declares; the workspace memo keeps these components of an entry
+// (see Entry.Lean).
+const KindOutput = "output"
 
 // InlineData returns the content of blob d if e holds it inline.
 func (e *Entry) InlineData(d Digest) ([]byte, bool) {

@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 5\n"
+const entryMemoHeader = "cairn-entry-memo 6\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -26,7 +26,8 @@ const entryMemoSlack = 50 * time.Millisecond
 // EntryMemo remembers action entries already read and verified, by the
 // stat of their file (size, mtime, ctime, inode), so a run that finds the
 // same entries as the last one (a no-op) does not read, checksum, decode
-// and re-verify each of them again; and raw blobs already restored and
+// and re-verify each of them again (it keeps them lean: of the
+// components only the declared outputs, see Entry.Lean); and raw blobs already restored and
 // verified, so restoring one again copies it without hashing it (never for
 // a shared cache). FORMAT.md, "Workspace memo", is the contract. It is a workspace's private file, never
 // part of the cache: losing or damaging it costs one full read of each
@@ -255,12 +256,22 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 	return w.Finish()
 }
 
-// encodeMemoRecord writes entry e (its key is the record's).
+// encodeMemoRecord writes entry e (its key is the record's), lean: of its
+// components only those of kind KindOutput.
 func encodeMemoRecord(w *binenc.Writer, e *Entry) {
 	w.Int(int64(e.Format))
 	w.Str(e.Phase)
-	w.Len(len(e.Components))
+	n := 0
 	for _, c := range e.Components {
+		if c.Kind == KindOutput {
+			n++
+		}
+	}
+	w.Len(n)
+	for _, c := range e.Components {
+		if c.Kind != KindOutput {
+			continue
+		}
 		w.Str(c.Kind)
 		w.Str(c.Name)
 		w.Str(c.Value)
@@ -359,13 +370,16 @@ func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memo
 // error: the caller reads the entry from the cache instead.
 func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
 	r := binenc.NewReader(raw)
-	e := &Entry{Key: k}
+	e := &Entry{Key: k, Lean: true}
 	e.Format = int(r.Int())
 	e.Phase = r.Str()
 	if nc := r.Len(); nc > 0 {
 		e.Components = make([]Component, nc)
 		for j := range e.Components {
 			e.Components[j] = Component{Kind: r.Str(), Name: r.Str(), Value: r.Str()}
+			if e.Components[j].Kind != KindOutput {
+				return nil, fmt.Errorf("component of kind %q in a lean record", e.Components[j].Kind)
+			}
 		}
 	}
 	if no := r.Len(); no > 0 {

@@ -29,6 +29,20 @@ func memoEntries() []*Entry {
 	return []*Entry{full, bare, local, inline}
 }
 
+// leanOf is e as the memo keeps it: of the components only the declared
+// outputs, marked Lean.
+func leanOf(e *Entry) *Entry {
+	c := *e
+	c.Components = nil
+	for _, comp := range e.Components {
+		if comp.Kind == KindOutput {
+			c.Components = append(c.Components, comp)
+		}
+	}
+	c.Lean = true
+	return &c
+}
+
 // decodeAll decodes memo b and every entry in it, as lookups would.
 func decodeAll(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	got, blobs, err := decodeEntryMemo(b)
@@ -49,8 +63,10 @@ func decodeAll(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 func TestEntryMemoRoundTrip(t *testing.T) {
 	t.Parallel()
 	in := map[ActionID]memoEntry{}
+	want := map[ActionID]memoEntry{} // the entries lean, as the memo keeps them
 	for i, e := range memoEntries() {
 		in[e.Key] = memoEntry{stamp: entryStamp{size: int64(100 + i), mtime: -5, ctime: 1 << 62, ino: 1<<64 - 1}, recorded: int64(i), e: e}
+		want[e.Key] = memoEntry{stamp: in[e.Key].stamp, recorded: int64(i), e: leanOf(e)}
 	}
 	blobs := map[Digest]memoBlob{HashBytes([]byte("b")): {stamp: entryStamp{size: 1, mtime: 2, ctime: 3, ino: 4}, recorded: 5}}
 	b := encodeEntryMemo(in, blobs)
@@ -58,7 +74,7 @@ func TestEntryMemoRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(in, got, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memoEntry{}, entryStamp{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(blobs, gotBlobs, cmp.AllowUnexported(memoBlob{}, entryStamp{})); diff != "" {
@@ -109,7 +125,7 @@ func TestEntryMemoDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.now = func() time.Time { return time.Now().Add(time.Second) }
-	if _, err := c.GetEntry(e.Key); err != nil {
+	if _, err := c.GetEntryLean(e.Key); err != nil {
 		t.Fatal(err)
 	}
 	me := m.entries[e.Key]
@@ -123,7 +139,7 @@ func TestEntryMemoDamagedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	c2, m2 := memoDir(t, root, path, Options{})
-	got, err := c2.GetEntry(e.Key)
+	got, err := c2.GetEntryLean(e.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +175,7 @@ func TestEntryMemoAnswersUnchangedEntries(t *testing.T) {
 	// The first read is a full one, recorded a second later than now so
 	// the entry file is not racy.
 	m.now = func() time.Time { return time.Now().Add(time.Second) }
-	if _, err := c.GetEntry(e.Key); err != nil {
+	if _, err := c.GetEntryLean(e.Key); err != nil {
 		t.Fatal(err)
 	}
 	if m.Hits() != 0 {
@@ -170,19 +186,34 @@ func TestEntryMemoAnswersUnchangedEntries(t *testing.T) {
 	}
 
 	c2, m2 := memoDir(t, root, path, Options{})
-	got, err := c2.GetEntry(e.Key)
+	got, err := c2.GetEntryLean(e.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m2.Hits() != 1 {
 		t.Fatalf("unchanged entry not answered from the memo (hits %d)", m2.Hits())
 	}
-	if diff := cmp.Diff(e, got); diff != "" {
+	if diff := cmp.Diff(leanOf(e), got); diff != "" {
 		t.Errorf("memo entry (-want +got):\n%s", diff)
+	}
+	// GetEntry never answers from the memo: it gives every component.
+	whole, err := c2.GetEntry(e.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(e, whole); diff != "" {
+		t.Errorf("GetEntry with a memo (-want +got):\n%s", diff)
+	}
+	if m2.Hits() != 1 {
+		t.Errorf("GetEntry answered from the memo (hits %d)", m2.Hits())
+	}
+	// A lean entry cannot be stored: its components do not give its key.
+	if err := c2.PutEntry(got); err == nil {
+		t.Errorf("PutEntry stored a lean entry")
 	}
 	// The caller's copy is its own.
 	got.Outputs[0].Path = "changed"
-	again, _ := c2.GetEntry(e.Key)
+	again, _ := c2.GetEntryLean(e.Key)
 	if again.Outputs[0].Path != e.Outputs[0].Path {
 		t.Errorf("changing a returned entry changed the memo")
 	}
@@ -203,7 +234,7 @@ func TestEntryMemoAnswersUnchangedEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	c3, m3 := memoDir(t, root, path, Options{})
-	if _, err := c3.GetEntry(e.Key); err == nil {
+	if _, err := c3.GetEntryLean(e.Key); err == nil {
 		t.Errorf("damaged entry behind a stale memo was returned")
 	}
 	if m3.Hits() != 0 {
@@ -225,14 +256,14 @@ func TestEntryMemoRacyAndSigned(t *testing.T) {
 	}
 	// Read within the racy window of the file's ctime: not trusted later.
 	m.now = func() time.Time { return fi.ModTime() }
-	if _, err := c.GetEntry(e.Key); err != nil {
+	if _, err := c.GetEntryLean(e.Key); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Save(); err != nil {
 		t.Fatal(err)
 	}
 	c2, m2 := memoDir(t, root, path, Options{})
-	if _, err := c2.GetEntry(e.Key); err != nil {
+	if _, err := c2.GetEntryLean(e.Key); err != nil {
 		t.Fatal(err)
 	}
 	if m2.Hits() != 0 {
@@ -241,12 +272,12 @@ func TestEntryMemoRacyAndSigned(t *testing.T) {
 
 	// With signatures required the memo is never consulted.
 	m2.now = func() time.Time { return time.Now().Add(time.Second) }
-	c2.GetEntry(e.Key) // recorded, not racy
+	c2.GetEntryLean(e.Key) // recorded, not racy
 	if err := m2.Save(); err != nil {
 		t.Fatal(err)
 	}
 	c3, m3 := memoDir(t, root, path, Options{SigningKey: []byte("k"), RequireSigned: true})
-	if _, err := c3.GetEntry(e.Key); err == nil {
+	if _, err := c3.GetEntryLean(e.Key); err == nil {
 		t.Errorf("unsigned entry returned with signatures required")
 	}
 	if m3.Hits() != 0 {
@@ -412,7 +443,7 @@ func BenchmarkGetEntry1000(b *testing.B) {
 	}
 	m.now = func() time.Time { return time.Now().Add(time.Second) }
 	for _, k := range keys {
-		if _, err := c.GetEntry(k); err != nil {
+		if _, err := c.GetEntryLean(k); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -437,7 +468,7 @@ func BenchmarkGetEntry1000(b *testing.B) {
 			memo := LoadEntryMemo(path)
 			c.UseEntryMemo(memo)
 			for _, k := range keys {
-				if _, err := c.GetEntry(k); err != nil {
+				if _, err := c.GetEntryLean(k); err != nil {
 					b.Fatal(err)
 				}
 			}

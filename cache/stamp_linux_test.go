@@ -21,7 +21,7 @@ func TestEntryStampDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.now = func() time.Time { return time.Now().Add(time.Second) }
-	if _, err := c.GetEntry(e.Key); err != nil {
+	if _, err := c.GetEntryLean(e.Key); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Save(); err != nil {
@@ -32,7 +32,7 @@ func TestEntryStampDescriptor(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			if _, err := c2.GetEntry(e.Key); err != nil {
+			if _, err := c2.GetEntryLean(e.Key); err != nil {
 				t.Error(err)
 			}
 		})
@@ -47,7 +47,7 @@ func TestEntryStampDescriptor(t *testing.T) {
 	if c2.acFD.fd != -1 {
 		t.Errorf("after Close, ac/ descriptor %d is still open", c2.acFD.fd)
 	}
-	if _, err := c2.GetEntry(e.Key); err != nil || m2.Hits() != 9 {
+	if _, err := c2.GetEntryLean(e.Key); err != nil || m2.Hits() != 9 {
 		t.Fatalf("after Close: GetEntry error %v, %d memo hits; want a hit", err, m2.Hits())
 	}
 	if c2.acFD.fd != -1 {
@@ -59,7 +59,7 @@ func TestEntryStampDescriptor(t *testing.T) {
 	if err := c3.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c3.GetEntry(e.Key); err != nil || m3.Hits() != 1 || c3.acFD.fd != -1 {
+	if _, err := c3.GetEntryLean(e.Key); err != nil || m3.Hits() != 1 || c3.acFD.fd != -1 {
 		t.Fatalf("closed before use: GetEntry error %v, %d memo hits, descriptor %d; want a hit by path", err, m3.Hits(), c3.acFD.fd)
 	}
 
@@ -78,7 +78,7 @@ func TestEntryStampDescriptor(t *testing.T) {
 	}
 	c4, m4 := memoDir(t, root, path, Options{})
 	for _, d := range []*Dir{c2, c4} {
-		if _, err := d.GetEntry(e.Key); err != nil {
+		if _, err := d.GetEntryLean(e.Key); err != nil {
 			t.Fatal(err)
 		}
 	}

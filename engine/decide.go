@@ -102,7 +102,9 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.Action, d.Reasons = ActionRun, []string{"cache = false: always runs"}
 		return d, nil
 	}
-	entry, err := e.cache.GetEntry(d.key)
+	// Lean: a phase found cached needs the entry's outputs, not its
+	// components (they are the phase's, computed or remembered).
+	entry, err := e.cache.GetEntryLean(d.key)
 	if err == nil {
 		e.session.Hit(d.key)
 	} else {
@@ -141,9 +143,11 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
 		return d, nil
 	}
-	if d.components == nil {
+	if d.components == nil && !entry.Lean {
 		// The entry's components hash to its key (checked when it was
-		// read), so they are the phase's.
+		// read), so they are the phase's. A lean entry's are not all
+		// there: d.components stays nil, and fullComponents reads them
+		// when wanted.
 		d.components = entry.Components
 	}
 	d.entry = entry
@@ -162,6 +166,26 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.Reasons = append(d.Reasons, fmt.Sprintf("output %s missing or changed", o))
 	}
 	return d, nil
+}
+
+// fullComponents returns the components of d, a decision found cached: d's
+// own, else those of its entry read whole (a lean one has only its
+// outputs'), else p's computed afresh, which must give d's key.
+func (e *Engine) fullComponents(p *spec.Phase, d *Decision, up map[string][]cache.OutputFile) ([]cache.Component, error) {
+	if d.components != nil {
+		return d.components, nil
+	}
+	if whole, err := e.cache.GetEntry(d.key); err == nil {
+		return whole.Components, nil
+	}
+	comps, err := e.components(p, up)
+	if err != nil {
+		return nil, err
+	}
+	if cache.ComputeKey(comps) != d.key {
+		return nil, fmt.Errorf("phase %s: its inputs changed while it was decided; run again", p.Addr)
+	}
+	return comps, nil
 }
 
 // errStaleKey says a remembered key differs from the computed one.

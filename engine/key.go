@@ -23,7 +23,7 @@ const (
 	kindWorkdir  = "workdir"
 	kindEnv      = "env"
 	kindParam    = "param"
-	kindOutput   = "output"
+	kindOutput   = cache.KindOutput
 	kindInput    = "input"
 	kindUpstream = "upstream"
 	kindBudget   = "budget"

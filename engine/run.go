@@ -914,6 +914,12 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		e.rep.Report(Event{Kind: EventWarning, Phase: addr, Message: fmt.Sprintf("phase %s: restore failed, running it instead: %v", addr, err), Time: e.now()})
 		d.Action = ActionRun
 		d.Reasons = []string{"cached output could not be restored"}
+		// Its result is stored with every component of its key.
+		comps, cerr := e.fullComponents(p, d, up)
+		if cerr != nil {
+			return r.fail(addr, began, &PhaseError{Phase: addr, Err: cerr})
+		}
+		d.components = comps
 	}
 	if d.Action == ActionCached {
 		r.finish(addr, d, StatusCached, d.entry.Outputs, began)

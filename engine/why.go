@@ -89,6 +89,14 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 	p := e.spec.Phase(d.Phase)
 	w := &Why{Phase: d.Phase, Action: d.Action, Reasons: d.Reasons}
 	comps := d.components
+	if comps == nil && d.entry != nil {
+		// Found cached through the memo, whose entries are lean.
+		whole, err := e.cache.GetEntry(d.key)
+		if err != nil {
+			return nil, fmt.Errorf("phase %s: %w", d.Phase, err)
+		}
+		comps = whole.Components
+	}
 	if comps == nil {
 		// An upstream phase must run before this phase's key is known.
 		// Compare with what its upstream phases hold now: their cached
@@ -118,7 +126,7 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 	w.Key = key.String()
 
 	var prev *cache.Entry
-	if d.entry != nil && d.entry.Key == key {
+	if d.entry != nil && d.entry.Key == key && !d.entry.Lean {
 		prev = d.entry
 	} else if ent, err := e.cache.GetEntry(key); err == nil {
 		prev = ent
