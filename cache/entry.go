@@ -285,21 +285,50 @@ func checkInline(e *Entry, hash bool) error {
 	if len(e.Inline) == 0 {
 		return nil
 	}
-	refs := make(map[Digest]int64, len(e.Outputs)+2) // size, or -1 for a log
-	for _, o := range e.Outputs {
-		if o.Type == TypeFile {
-			refs[o.Digest] = o.Size
+	// size, or -1 for a log, of each blob the entry references
+	ref := func(d Digest) (int64, bool) {
+		for _, o := range e.Outputs {
+			if o.Type == TypeFile && o.Digest == d {
+				return o.Size, true
+			}
+		}
+		return -1, !d.IsZero() && (d == e.Stdout || d == e.Stderr)
+	}
+	if len(e.Outputs) > 16 {
+		// Many outputs: one map rather than a scan per blob.
+		refs := make(map[Digest]int64, len(e.Outputs)+2)
+		for _, o := range e.Outputs {
+			if _, ok := refs[o.Digest]; o.Type == TypeFile && !ok {
+				refs[o.Digest] = o.Size
+			}
+		}
+		ref = func(d Digest) (int64, bool) {
+			if size, ok := refs[d]; ok {
+				return size, true
+			}
+			return -1, !d.IsZero() && (d == e.Stdout || d == e.Stderr)
 		}
 	}
-	for _, d := range []Digest{e.Stdout, e.Stderr} {
-		if _, ok := refs[d]; !d.IsZero() && !ok {
-			refs[d] = -1
+	seen := func(i int) bool { // whether Inline[i]'s digest came before
+		for _, b := range e.Inline[:i] {
+			if b.Digest == e.Inline[i].Digest {
+				return true
+			}
 		}
+		return false
 	}
-	seen := make(map[Digest]bool, len(e.Inline))
-	for _, b := range e.Inline {
-		switch size, ok := refs[b.Digest]; {
-		case seen[b.Digest]:
+	if len(e.Inline) > 16 {
+		firstAt := make(map[Digest]int, len(e.Inline))
+		for i, b := range e.Inline {
+			if _, ok := firstAt[b.Digest]; !ok {
+				firstAt[b.Digest] = i
+			}
+		}
+		seen = func(i int) bool { return firstAt[e.Inline[i].Digest] < i }
+	}
+	for i, b := range e.Inline {
+		switch size, ok := ref(b.Digest); {
+		case seen(i):
 			return fmt.Errorf("inline blob %s listed twice", b.Digest.Short())
 		case !ok:
 			return fmt.Errorf("inline blob %s is referenced by nothing", b.Digest.Short())
@@ -308,7 +337,6 @@ func checkInline(e *Entry, hash bool) error {
 		case hash && HashBytes(b.Data) != b.Digest:
 			return fmt.Errorf("inline blob %s: content hashes to %s", b.Digest.Short(), HashBytes(b.Data).Short())
 		}
-		seen[b.Digest] = true
 	}
 	return nil
 }

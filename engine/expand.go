@@ -12,7 +12,17 @@ import (
 )
 
 // hasMeta reports whether an input is a glob pattern.
-func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
+func hasMeta(p string) bool {
+	// A loop, not strings.ContainsAny, which builds its set on every
+	// call: a no-op run asks this of every input.
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '*', '?', '[', '{':
+			return true
+		}
+	}
+	return false
+}
 
 // expandPattern returns the slash paths of the regular files (and
 // symlinks to files) an input pattern names on disk: the file itself, every

@@ -123,10 +123,12 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 }
 
 // gathered is what a phase's key is computed from, before any input file
-// is hashed: every component but the input files', unredacted, and the
-// input files (sorted by path, each once) with the stat expansion took.
+// is hashed: every component but the command's and the input files',
+// unredacted; the command's words; and the input files (sorted by path,
+// each once) with the stat expansion took.
 type gathered struct {
 	comps []cache.Component
+	argv  []string
 	files []inputFile
 }
 
@@ -228,11 +230,11 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 	slices.SortStableFunc(files, func(a, b inputFile) int { return strings.Compare(a.rel, b.rel) })
 	files = slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel })
 
-	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads))
-	comps = append(comps,
-		cache.Component{Kind: kindCommand, Value: commandValue(p.Command)},
-		cache.Component{Kind: kindWorkdir, Value: p.Workdir},
-	)
+	// The command's component is added by finishComponents: a phase
+	// whose key is remembered never needs its JSON (the fingerprint
+	// takes the words themselves).
+	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads)+len(files))
+	comps = append(comps, cache.Component{Kind: kindWorkdir, Value: p.Workdir})
 	for k, v := range p.Env {
 		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
 	}
@@ -260,7 +262,7 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 	for _, path := range readPaths {
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
 	}
-	return &gathered{comps: comps, files: files}, nil
+	return &gathered{comps: comps, argv: p.Command, files: files}, nil
 }
 
 // finishComponents hashes the input files of g (through the memory) and
@@ -271,7 +273,8 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	if err := e.hashFiles(g.files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
-	comps := slices.Grow(g.comps, len(g.files))
+	comps := slices.Grow(g.comps, 1+len(g.files))
+	comps = append(comps, cache.Component{Kind: kindCommand, Value: commandValue(p.Command)})
 	for i, f := range g.files {
 		comps = append(comps, cache.Component{Kind: kindInput, Name: f.rel, Value: fileValue(digests[i], modes[i])})
 	}

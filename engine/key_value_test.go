@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -137,5 +138,15 @@ phase "p" {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("input components (-want +got):\n%s", diff)
+	}
+}
+
+// TestHasMeta: hasMeta finds exactly the glob characters
+// strings.ContainsAny finds.
+func TestHasMeta(t *testing.T) {
+	for _, p := range []string{"", "a", "in/f00001", "a*", "*", "?x", "d/[ab]", "{a,b}", "a\\b", "ä/ö*", "x]y", "x}y"} {
+		if got, want := hasMeta(p), strings.ContainsAny(p, "*?[{"); got != want {
+			t.Errorf("hasMeta(%q) = %v, want %v", p, got, want)
+		}
 	}
 }

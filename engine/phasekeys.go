@@ -166,13 +166,14 @@ func (pk *phaseKeys) save() error {
 }
 
 // fingerprint hashes what phase p's key is computed from, as gathered in
-// g: every component but the input files', which enter by name and stat,
-// and the sensitive values' tokens (redaction puts them in the key). ok is false when an
+// g: every component but the command's and the input files', the
+// command's words, the input files by name and stat, and the sensitive
+// values' tokens (redaction puts them in the key). ok is false when an
 // input has no stat (files found by walking a directory are not stat'ed
 // before they are hashed): such a phase always takes the full path.
 func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 	b := make([]byte, 0, 1024)
-	b = append(b, "cairn phase fingerprint 1\n"...)
+	b = append(b, "cairn phase fingerprint 2\n"...)
 	b = binary.AppendUvarint(b, uint64(len(e.spec.SensitiveValues)))
 	for _, v := range e.spec.SensitiveValues {
 		b = appendStr(b, sensitiveToken(v)) // what keys hold of it, never the value
@@ -180,6 +181,15 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 	enc := cache.EncodeComponents(g.comps)
 	b = binary.AppendUvarint(b, uint64(len(enc)))
 	b = append(b, enc...)
+	if g.argv == nil {
+		b = append(b, 0) // no command: its component is "null", not "[]"
+	} else {
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(g.argv)))
+		for _, a := range g.argv {
+			b = appendStr(b, a)
+		}
+	}
 	b = binary.AppendUvarint(b, uint64(len(g.files)))
 	for _, f := range g.files {
 		if !f.stated {
