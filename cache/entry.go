@@ -285,10 +285,11 @@ func checkInline(e *Entry, hash bool) error {
 	if len(e.Inline) == 0 {
 		return nil
 	}
-	// size, or -1 for a log, of each blob the entry references
+	// size, or -1 for a log, of each blob the entry references; of
+	// output files sharing a digest, the last one's size
 	ref := func(d Digest) (int64, bool) {
-		for _, o := range e.Outputs {
-			if o.Type == TypeFile && o.Digest == d {
+		for i := len(e.Outputs) - 1; i >= 0; i-- {
+			if o := &e.Outputs[i]; o.Type == TypeFile && o.Digest == d {
 				return o.Size, true
 			}
 		}
@@ -298,7 +299,7 @@ func checkInline(e *Entry, hash bool) error {
 		// Many outputs: one map rather than a scan per blob.
 		refs := make(map[Digest]int64, len(e.Outputs)+2)
 		for _, o := range e.Outputs {
-			if _, ok := refs[o.Digest]; o.Type == TypeFile && !ok {
+			if o.Type == TypeFile {
 				refs[o.Digest] = o.Size
 			}
 		}
