@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/cairn-run/cairn/internal/fsx"
 	"golang.org/x/sys/unix"
@@ -354,7 +355,11 @@ func executable(p string) (fileID, bool) {
 
 // elfFiles remembers, by path, the binaries kernelExecs read (every
 // phase of a sweep runs the same few programs): one still with the same
-// fileID is an ELF binary without reading its head again.
+// fileID is an ELF binary without reading its head again. A binary is
+// remembered only once its ctime lies clearly in the past (the racy rule
+// of the digest memory): a file replaced within its filesystem's
+// timestamp granularity (a second on ext2 with small inodes, FAT, some
+// network filesystems) can get the same inode, size and times back.
 var elfFiles sync.Map // string -> fileID
 
 // kernelExecs reports whether the kernel execs the file at p, whose fileID
@@ -367,7 +372,9 @@ func kernelExecs(p string, id fileID) bool {
 	}
 	head := fileHead(p)
 	if isELF(head) {
-		elfFiles.Store(p, id)
+		if id.ctime < time.Now().UnixNano()-racySlack(id.ctime) {
+			elfFiles.Store(p, id)
+		}
 		return true
 	}
 	line, ok := bytes.CutPrefix(head, []byte("#!"))

@@ -593,3 +593,52 @@ func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
 		t.Error("kernelExecs took the rewritten file (a script without #!) for the binary it replaced")
 	}
 }
+
+// TestKernelExecsRacyBinaryNotRemembered: a binary whose ctime is not
+// clearly in the past is read again each time rather than remembered by
+// its fileID. On a filesystem with one-second timestamps (ext2 with
+// 128-byte inodes, FAT) a binary deleted and rewritten within the second
+// as a script of the same size got the same inode, size and times, and
+// was taken for the ELF binary it replaced. A binary changed long ago is
+// remembered.
+func TestKernelExecsRacyBinaryNotRemembered(t *testing.T) {
+	elf, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true to copy:", err)
+	}
+	p := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(p, elf, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, ok := executable(p)
+	if !ok || !kernelExecs(p, id) {
+		t.Fatalf("a copy of /bin/true: executable %v, kernelExecs false; want both true", ok)
+	}
+	if _, ok := elfFiles.Load(p); ok {
+		t.Errorf("a binary written just now was remembered by its fileID")
+	}
+	// The same fileID with whole-second times (as a coarse filesystem
+	// gives them), a second old: still within that filesystem's racy window.
+	coarse := id
+	coarse.ctime = (time.Now().UnixNano()/1e9 - 1) * 1e9
+	coarse.mtime = coarse.ctime
+	kernelExecs(p, coarse)
+	if _, ok := elfFiles.Load(p); ok {
+		t.Errorf("a binary with whole-second times a second old was remembered by its fileID")
+	}
+
+	old, err := filepath.EvalSymlinks("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oid, ok := executable(old)
+	if !ok || time.Now().UnixNano()-oid.ctime < 10e9 {
+		t.Skipf("%s changed in the last 10 s", old)
+	}
+	if !kernelExecs(old, oid) {
+		t.Fatalf("kernelExecs(%s) false", old)
+	}
+	if v, ok := elfFiles.Load(old); !ok || v.(fileID) != oid {
+		t.Errorf("%s, unchanged for long, was not remembered", old)
+	}
+}
