@@ -174,25 +174,16 @@ var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", maxEntryFormat,
 // On a local miss GetEntry asks the remote, if there is one: the entry and
 // the blobs it references are verified, stored locally, and returned. A
 // remote failure of any kind is a miss.
-func (c *Dir) GetEntry(key ActionID) (*Entry, error) {
-	e, err := c.getLocalEntry(key)
-	if err != nil && c.opts.Remote != nil && errors.Is(err, ErrNotFound) {
-		if re, rerr := c.fetchEntry(key); rerr == nil {
-			return re, nil
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
-	}
-	return e, nil
-}
+func (c *Dir) GetEntry(key ActionID) (*Entry, error) { return c.getEntry(key, false) }
 
 // GetEntryLean is GetEntry for a phase about to be found cached: the
 // entry may come from the workspace memo (see UseEntryMemo), which keeps it
 // lean (see Entry.Lean): a no-op run of 1,000 phases read 2 MB of
 // components it never used.
-func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) {
-	e, err := c.getLocalEntryMaybeLean(key, true)
+func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) { return c.getEntry(key, true) }
+
+func (c *Dir) getEntry(key ActionID, lean bool) (*Entry, error) {
+	e, err := c.getLocalEntryMaybeLean(key, lean)
 	if err != nil && c.opts.Remote != nil && errors.Is(err, ErrNotFound) {
 		if re, rerr := c.fetchEntry(key); rerr == nil {
 			return re, nil
