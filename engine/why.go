@@ -89,10 +89,11 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 	p := e.spec.Phase(d.Phase)
 	w := &Why{Phase: d.Phase, Action: d.Action, Reasons: d.Reasons}
 	comps := d.components
+	var whole *cache.Entry // d's entry read whole, when d.entry is lean
 	if comps == nil && d.entry != nil {
 		// Found cached through the memo, whose entries are lean.
-		whole, err := e.cache.GetEntry(d.key)
-		if err != nil {
+		var err error
+		if whole, err = e.cache.GetEntry(d.key); err != nil {
 			return nil, fmt.Errorf("phase %s: %w", d.Phase, err)
 		}
 		comps = whole.Components
@@ -126,7 +127,9 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 	w.Key = key.String()
 
 	var prev *cache.Entry
-	if d.entry != nil && d.entry.Key == key && !d.entry.Lean {
+	if whole != nil && whole.Key == key {
+		prev = whole // read once, not again below
+	} else if d.entry != nil && d.entry.Key == key && !d.entry.Lean {
 		prev = d.entry
 	} else if ent, err := e.cache.GetEntry(key); err == nil {
 		prev = ent
