@@ -556,10 +556,10 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 	}
 }
 
-// TestKernelExecsRemembersOnlyUnchangedBinaries: a binary found to be ELF
-// is remembered by its fileID; the same path rewritten as a file the
-// kernel refuses is read again, not taken from memory.
-func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
+// copyOfTrue copies /bin/true into a temp dir and returns its path and
+// fileID, checked to be an executable the kernel runs.
+func copyOfTrue(t *testing.T) (string, fileID) {
+	t.Helper()
 	elf, err := os.ReadFile("/bin/true")
 	if err != nil {
 		t.Skip("no /bin/true to copy:", err)
@@ -572,6 +572,14 @@ func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
 	if !ok || !kernelExecs(p, id) {
 		t.Fatalf("a copy of /bin/true: executable %v, kernelExecs false; want both true", ok)
 	}
+	return p, id
+}
+
+// TestKernelExecsRemembersOnlyUnchangedBinaries: a binary found to be ELF
+// is remembered by its fileID; the same path rewritten as a file the
+// kernel refuses is read again, not taken from memory.
+func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
+	p, id := copyOfTrue(t)
 	if again, _ := executable(p); !kernelExecs(p, again) {
 		t.Fatal("the same binary again: kernelExecs false")
 	}
@@ -602,18 +610,7 @@ func TestKernelExecsRemembersOnlyUnchangedBinaries(t *testing.T) {
 // was taken for the ELF binary it replaced. A binary changed long ago is
 // remembered.
 func TestKernelExecsRacyBinaryNotRemembered(t *testing.T) {
-	elf, err := os.ReadFile("/bin/true")
-	if err != nil {
-		t.Skip("no /bin/true to copy:", err)
-	}
-	p := filepath.Join(t.TempDir(), "prog")
-	if err := os.WriteFile(p, elf, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	id, ok := executable(p)
-	if !ok || !kernelExecs(p, id) {
-		t.Fatalf("a copy of /bin/true: executable %v, kernelExecs false; want both true", ok)
-	}
+	p, id := copyOfTrue(t)
 	if _, ok := elfFiles.Load(p); ok {
 		t.Errorf("a binary written just now was remembered by its fileID")
 	}
