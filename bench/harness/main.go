@@ -153,8 +153,8 @@ func main() {
 	printVersions(ts)
 
 	sizes := []size{
-		{name: "S", n: 100, f: 1000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 5},
-		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 10, slowRuns: 5},
+		{name: "S", n: 100, f: 1000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 15, slowRuns: 5},
+		{name: "M", n: 1000, f: 10000, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 15, slowRuns: 5},
 		{name: "L", n: 10, f: 10, s: 200 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "XS", n: 10, f: 100, s: 4096, scens: []string{"cold", "noop", "touch", "change1", "restore"}, fastRuns: 3, slowRuns: 2},
 		{name: "Lq", n: 10, f: 10, s: 8 << 20, width: 10, scens: []string{"cold", "noop", "touch", "restore"}, fastRuns: 5, slowRuns: 3},
@@ -626,16 +626,22 @@ func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs 
 			os.Remove(rssFiles[i])
 		}
 	}
-	rounds, perRound := 1, runs
-	if sc == "cold" || sc == "change1" {
+	// Timed in rounds, each round in another order, so that no tool is
+	// timed only while the machine is slow: one run a round for the
+	// slow scenarios, a few (after a warm-up run) for the fast ones.
+	rounds, perRound, warmup := 1, runs, 0
+	switch {
+	case sc == "cold" || sc == "change1":
 		rounds, perRound = runs, 1
+	case runs >= 2*fastRounds:
+		rounds, perRound, warmup = fastRounds, runs/fastRounds, 1
 	}
 	for round := range rounds {
 		js := filepath.Join(results, name+".json")
 		if rounds > 1 {
 			js = filepath.Join(results, fmt.Sprintf("%s-round%d.json", name, round+1))
 		}
-		args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(perRound), "-i", "--export-json", js}
+		args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(perRound), "--warmup", strconv.Itoa(warmup), "-i", "--export-json", js}
 		order := make([]int, len(ts)) // order[k]: the tool timed k-th this round
 		for k := range ts {
 			order[k] = (k + round) % len(ts)
@@ -689,6 +695,10 @@ func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs 
 		}
 	}
 }
+
+// fastRounds is how many rounds a fast scenario (no-op, touch all,
+// restore) is timed in.
+const fastRounds = 5
 
 // noopRSS measures peak RSS of three no-op runs.
 func noopRSS(sz size, t *tool, w *ws) {
