@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -27,7 +28,7 @@ const (
 // blockEncoder compresses whole buffers (EncodeAll); it is safe for
 // concurrent use.
 var blockEncoder = sync.OnceValue(func() *zstd.Encoder {
-	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(0))
+	e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(cores.N))
 	if err != nil {
 		panic(err) // only for invalid options
 	}
@@ -49,10 +50,10 @@ func compressSample(sample []byte) ([]byte, bool) {
 }
 
 // newStreamEncoder returns a zstd writer to w for blobs larger than the
-// sample. It compresses on GOMAXPROCS goroutines while the caller hashes;
+// sample. It compresses on cores.N goroutines while the caller hashes;
 // the caller must Close it.
 func newStreamEncoder(w io.Writer) (*zstd.Encoder, error) {
-	return zstd.NewWriter(w, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(0))
+	return zstd.NewWriter(w, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(cores.N))
 }
 
 // streamDecoders are synchronous (concurrency 1) decoders: they start no

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -61,6 +62,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	e := r.e
 	addr := p.Addr
 	began := e.now()
+	cores.RaiseProcs() // commands are waited for and started from here on
 	if err := r.runDirs(); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -869,7 +870,7 @@ func (w *workers) close() {
 
 // decideAhead is how many phases may decide beyond those holding a job
 // slot: enough to keep every core busy while the slots' phases wait.
-func decideAhead() int { return 2 * runtime.GOMAXPROCS(0) }
+func decideAhead() int { return 2 * cores.N }
 
 // process decides and then restores or runs one phase. It reports whether
 // the phase's outputs are now in place. slot says whether the phase holds a

@@ -2,13 +2,13 @@ package spec
 
 import (
 	"errors"
-	"runtime"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/internal/cores"
 )
 
 // The memo file is binary (package binenc): gob, which it used first,
@@ -199,7 +199,7 @@ func writePhase(w *binenc.Writer, p *Phase) {
 // decoding them lies on the path of every run before its first decision.
 func readPhases(recs []string, phases []*Phase) error {
 	const chunk = 128
-	workers := min(runtime.GOMAXPROCS(0), (len(recs)+chunk-1)/chunk)
+	workers := min(cores.N, (len(recs)+chunk-1)/chunk)
 	decode := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			r := binenc.NewReader(recs[i])

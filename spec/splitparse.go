@@ -2,9 +2,9 @@ package spec
 
 import (
 	"bytes"
-	"runtime"
 	"sync"
 
+	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
@@ -25,7 +25,7 @@ var splitMin = 64 << 10 // a variable: tests split small sources
 // parseSplit parses src, a spec file named filename, as hclsyntax.ParseConfig
 // does from its start.
 func parseSplit(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	cuts := splitPoints(src, runtime.GOMAXPROCS(0))
+	cuts := splitPoints(src, cores.N)
 	if len(cuts) == 0 {
 		return hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1, Byte: 0})
 	}
