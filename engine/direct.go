@@ -405,10 +405,11 @@ func fileHead(p string) []byte {
 }
 
 // start starts p's stages in one new process group, which the first
-// stage leads, each stage from startOnLockedThread: the pipes between
-// them first, then each stage's redirections, left to right. stdin,
-// stdout and stderr are the job's streams (nil: /dev/null). Files are
-// opened as sh opens them (mode 0666 less the umask), relative to dir.
+// stage leads: the pipes between them first, then each stage's
+// redirections, left to right, then every stage by one call of
+// startOnLockedThread. stdin, stdout and stderr are the job's streams
+// (nil: /dev/null). Files are opened as sh opens them (mode 0666 less
+// the umask), relative to dir.
 //
 // When a redirection's file cannot be opened (or is a FIFO, whose opening
 // would block cairn, or a selfPath) or the first program cannot be
@@ -449,7 +450,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 			fds[i][r.FD] = f
 		}
 	}
-	cmds := make([]*exec.Cmd, 0, len(p))
+	cmds := make([]*exec.Cmd, len(p))
 	for i, st := range p {
 		cmd := &exec.Cmd{Path: st.Exec, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
 		// An unset stream stays nil: os/exec then opens /dev/null.
@@ -462,20 +463,22 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 		if f := fds[i][2]; f != nil {
 			cmd.Stderr = f
 		}
+		cmds[i] = cmd
+	}
+	n, err := startOnLockedThread(cmds, func(i int) {
 		if i > 0 {
-			cmd.SysProcAttr.Pgid = cmds[0].Process.Pid
+			cmds[i].SysProcAttr.Pgid = cmds[0].Process.Pid
 		}
-		if err := startOnLockedThread(cmd); err != nil {
-			if i == 0 {
-				return nil, nil
-			}
-			_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
-			for _, c := range cmds {
-				_ = c.Wait()
-			}
-			return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", i+1, st.Args[0], err)
+	})
+	if err != nil {
+		if n == 0 {
+			return nil, nil
 		}
-		cmds = append(cmds, cmd)
+		_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
+		for _, c := range cmds[:n] {
+			_ = c.Wait()
+		}
+		return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", n+1, p[n].Args[0], err)
 	}
 	return cmds, nil
 }
