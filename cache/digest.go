@@ -107,13 +107,19 @@ func parseHex32(s string) ([32]byte, error) {
 func HashBytes(b []byte) Digest { return sha256.Sum256(b) }
 
 // HashFile returns the Digest and size of the file at path, reading it once
-// with a large buffer.
+// with a large buffer, or, if it is a large regular file, through mappings
+// of it (hashMapped).
 func HashFile(path string) (Digest, int64, error) {
 	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if d, n, ok := hashMapped(f, fi.Size()); ok {
+			return d, n, nil
+		}
+	}
 	d, n, err := copyHashed(nil, f)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)

@@ -1,0 +1,80 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"os"
+	"runtime"
+	"runtime/debug"
+
+	"golang.org/x/sys/unix"
+)
+
+// A large file is hashed through a read-only mapping of the page cache,
+// a window at a time, rather than read(2) into a buffer: that saves
+// copying every byte once. Measured on 200 MiB files in the page cache:
+// one file 13% faster (166 ms against 193 ms, median of 12); a run after
+// touching the ten files of bench size L (2 GiB, hashed on two cores)
+// 0.85-0.93 s against 1.03-1.18 s. At 1 MiB and below the two are even,
+// so smaller files are read. Windows of 4, 16 and 64 MiB hashed equally
+// fast; 16 MiB keeps what the mappings add to cairn's RSS small.
+var (
+	mmapHashMin    int64 = 8 << 20
+	mmapHashWindow int64 = 16 << 20
+)
+
+// testHookMapped, set by tests only, is called after each window of a
+// file is mapped, before it is hashed.
+var testHookMapped func()
+
+// hashMapped returns the digest and size of f, a regular file of size
+// bytes opened for reading at offset 0, hashed through mappings of it. ok
+// is false when it did not hash it: f is small, or not mappable, or
+// shrank while mapped (reading a page past its new end raises SIGBUS,
+// which debug.SetPanicOnFault turns into a panic recovered here). f's
+// offset is not moved either way: the caller reads it instead.
+func hashMapped(f *os.File, size int64) (d Digest, n int64, ok bool) {
+	if size < mmapHashMin {
+		return Digest{}, 0, false
+	}
+	var window []byte
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if window != nil {
+			_ = unix.Munmap(window)
+		}
+		if r := recover(); r != nil {
+			if re, isRuntime := r.(runtime.Error); !isRuntime || !faulted(re) {
+				panic(r)
+			}
+			d, n, ok = Digest{}, 0, false
+		}
+	}()
+	h := sha256.New()
+	fd := int(f.Fd())
+	for off := int64(0); off < size; off += mmapHashWindow {
+		w := min(mmapHashWindow, size-off)
+		b, err := unix.Mmap(fd, off, int(w), unix.PROT_READ, unix.MAP_SHARED)
+		if err != nil {
+			return Digest{}, 0, false
+		}
+		window = b
+		_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
+		if testHookMapped != nil {
+			testHookMapped()
+		}
+		h.Write(b)
+		window = nil
+		if err := unix.Munmap(b); err != nil {
+			return Digest{}, 0, false
+		}
+	}
+	h.Sum(d[:0])
+	return d, size, true
+}
+
+// faulted reports whether e is the panic of a memory fault (what
+// debug.SetPanicOnFault makes of a SIGBUS).
+func faulted(e runtime.Error) bool {
+	_, isAddr := e.(interface{ Addr() uintptr })
+	return isAddr
+}
