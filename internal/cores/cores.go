@@ -16,6 +16,7 @@ package cores
 import (
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 )
 
@@ -29,12 +30,13 @@ var N = runtime.GOMAXPROCS(0)
 const Extra = 2
 
 // RaiseProcs sets GOMAXPROCS to N+Extra, once, unless the user set
-// GOMAXPROCS. The engine calls it when a run starts its first command: a
-// run that only decides (a no-op) keeps one P per core, its goroutines
-// seldom block, and it measured no gain from more.
+// GOMAXPROCS or it is no longer N (the program, go test -cpu or the
+// runtime changed it since cairn started). The engine calls it when a run
+// starts its first command: a run that only decides (a no-op) keeps one P
+// per core, its goroutines seldom block, and it measured no gain from more.
 func RaiseProcs() {
 	raise.Do(func() {
-		if p, ok := procs(os.LookupEnv); ok {
+		if p, ok := procs(os.LookupEnv, runtime.GOMAXPROCS(0)); ok {
 			runtime.GOMAXPROCS(p)
 		}
 	})
@@ -42,9 +44,16 @@ func RaiseProcs() {
 
 var raise sync.Once
 
-// procs is the GOMAXPROCS RaiseProcs sets, and false if it leaves it.
-func procs(lookupEnv func(string) (string, bool)) (int, bool) {
-	if v, set := lookupEnv("GOMAXPROCS"); set && v != "" {
+// procs is the GOMAXPROCS RaiseProcs sets, and false if it leaves it;
+// current is GOMAXPROCS now. A GOMAXPROCS in the environment counts as
+// the user's when the runtime took it: a positive number.
+func procs(lookupEnv func(string) (string, bool), current int) (int, bool) {
+	if v, set := lookupEnv("GOMAXPROCS"); set {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return 0, false
+		}
+	}
+	if current != N {
 		return 0, false
 	}
 	return N + Extra, true
