@@ -8,19 +8,23 @@ import (
 	"testing"
 )
 
-// withSmallMapping makes files of 64 KiB and more hashed through mappings
-// of 16 KiB windows, so that small test files cross window boundaries.
-func withSmallMapping(t *testing.T) {
+// withSmallMapping makes files of four windows and more hashed through
+// mappings of small windows (16 KiB, or a page where pages are larger:
+// a mapping's offset is a multiple of the page size), so that small test
+// files cross window boundaries. It returns the window.
+func withSmallMapping(t *testing.T) int {
 	t.Helper()
 	minWas, windowWas := mmapHashMin, mmapHashWindow
-	mmapHashMin, mmapHashWindow = 64<<10, 16<<10
+	w := max(16<<10, os.Getpagesize())
+	mmapHashMin, mmapHashWindow = 4*int64(w), int64(w)
 	t.Cleanup(func() { mmapHashMin, mmapHashWindow = minWas, windowWas })
+	return w
 }
 
 func TestHashFileMappedMatchesRead(t *testing.T) {
-	withSmallMapping(t)
+	w, page := withSmallMapping(t), os.Getpagesize()
 	dir := t.TempDir()
-	for _, size := range []int{0, 1, 64<<10 - 1, 64 << 10, 64<<10 + 1, 80 << 10, 96<<10 + 4095, 1 << 20} {
+	for _, size := range []int{0, 1, 4*w - 1, 4 * w, 4*w + 1, 5 * w, 6*w + page - 1, 64 * w} {
 		b := make([]byte, size)
 		rand.Read(b)
 		p := filepath.Join(dir, "f")
@@ -51,14 +55,14 @@ func TestHashFileMappedMatchesRead(t *testing.T) {
 // them) is hashed by reading it instead, as it now is; cairn does not
 // crash.
 func TestHashFileShrunkWhileMapped(t *testing.T) {
-	withSmallMapping(t)
+	w := withSmallMapping(t)
 	p := filepath.Join(t.TempDir(), "f")
-	b := make([]byte, 256<<10)
+	b := make([]byte, 16*w)
 	rand.Read(b)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	const keep = 20 << 10
+	keep := int64(w + os.Getpagesize())
 	cut := false
 	testHookMapped = func() {
 		if !cut {
