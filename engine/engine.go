@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -87,7 +87,7 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 		executors:   cfg.Executors,
 		rep:         cfg.Reporter,
 		now:         time.Now,
-		hashWorkers: runtime.NumCPU(),
+		hashWorkers: cores.N, // the CPUs cairn may use (a cgroup quota included), not the machine's
 		producer:    map[string]string{},
 	}
 	if e.exec == nil {
