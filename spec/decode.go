@@ -98,6 +98,13 @@ type scope struct {
 	// reads, when not nil, records every file read by file() for the
 	// spec memo (whatever scope it is read in).
 	reads *readLog
+
+	// fns is the function table of fnsOwner's contexts (file() and env()
+	// are bound to it): made once, not once per phase instance (a
+	// sweep's 100,000 made it 100,000 times, 0.5 s). A scope copied by
+	// value makes its own.
+	fns      map[string]function.Function
+	fnsOwner *scope
 }
 
 // usage is what a phase's expressions read through file() and env().
@@ -115,9 +122,12 @@ func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
 	if phases != nil {
 		v["phase"] = objectOrEmpty(phases)
 	}
-	fns := functions()
-	sc.addSpecFuncs(fns)
-	return &hcl.EvalContext{Variables: v, Functions: fns}
+	if sc.fnsOwner != sc {
+		sc.fns = functions()
+		sc.addSpecFuncs(sc.fns)
+		sc.fnsOwner = sc
+	}
+	return &hcl.EvalContext{Variables: v, Functions: sc.fns}
 }
 
 // addSpecFuncs adds file() and env(), which depend on the workspace and
