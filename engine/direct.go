@@ -417,26 +417,43 @@ func fileHead(p string) []byte {
 // line is sh's to run, sh to report the problem. An error means a later
 // stage could not be started; the stages already started have been
 // killed and reaped.
-func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, error) {
+func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, *catStage, error) {
 	var opened []*os.File // cairn's copies, closed once the stages hold theirs
 	defer func() {
 		for _, f := range opened {
 			f.Close()
 		}
 	}()
+	// A first stage that cairn does itself: cat of regular files.
+	cat := openCat(dir, p)
+	first := 0 // the first stage run as a process
+	if cat != nil {
+		first = 1
+		defer func() {
+			if cat != nil && !cat.started {
+				cat.abandon()
+			}
+		}()
+	}
 	fds := make([][3]*os.File, len(p))
 	for i := range p {
 		fds[i] = [3]*os.File{stdin, stdout, stderr}
 		if i > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
+				return nil, nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
 			}
-			opened = append(opened, r, w)
+			if i == 1 && cat != nil {
+				cat.w, cat.stderr = w, stderr // cat's end is its own
+				opened = append(opened, r)
+			} else {
+				opened = append(opened, r, w)
+			}
 			fds[i-1][1], fds[i][0] = w, r
 		}
 	}
-	for i, st := range p {
+	for i, st := range p[first:] {
+		i += first
 		for _, r := range st.Redirs {
 			if r.Op == redirDup {
 				fds[i][r.FD] = fds[i][r.From]
@@ -444,14 +461,15 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 			}
 			f, err := openRedirect(dir, r)
 			if err != nil {
-				return nil, nil
+				return nil, nil, nil
 			}
 			opened = append(opened, f)
 			fds[i][r.FD] = f
 		}
 	}
-	cmds := make([]*exec.Cmd, len(p))
-	for i, st := range p {
+	cmds := make([]*exec.Cmd, 0, len(p)-first)
+	for i, st := range p[first:] {
+		i += first
 		cmd := &exec.Cmd{Path: st.Exec, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
 		// An unset stream stays nil: os/exec then opens /dev/null.
 		if f := fds[i][0]; f != nil {
@@ -463,7 +481,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 		if f := fds[i][2]; f != nil {
 			cmd.Stderr = f
 		}
-		cmds[i] = cmd
+		cmds = append(cmds, cmd)
 	}
 	n, err := startOnLockedThread(cmds, func(i int) {
 		if i > 0 {
@@ -472,15 +490,19 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 	})
 	if err != nil {
 		if n == 0 {
-			return nil, nil
+			return nil, nil, nil
 		}
 		_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
 		for _, c := range cmds[:n] {
 			_ = c.Wait()
 		}
-		return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", n+1, p[n].Args[0], err)
+		return nil, nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", first+n+1, p[first+n].Args[0], err)
 	}
-	return cmds, nil
+	if cat != nil {
+		cat.started = true
+		go cat.run()
+	}
+	return cmds, cat, nil
 }
 
 // openRedirect opens the file of the redirection r as sh would.

@@ -114,9 +114,12 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	}
 	started := time.Now()
 	var cmds []*exec.Cmd // the pipeline's stages, or the one command
+	var cat *catStage    // a first stage cat that cairn does itself
+	pipelined := false   // several stages: sh reports signals
 	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
 		// sh exports PWD to what it runs; so does the direct path.
-		cmds, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
+		cmds, cat, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
+		pipelined = cmds != nil && len(p) > 1
 	}
 	if cmds == nil && err == nil {
 		// Not a plain pipeline, or nothing of it started (a file that
@@ -160,6 +163,9 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	for _, c := range cmds {
 		err = c.Wait()
 	}
+	if cat != nil {
+		cat.stop()
+	}
 	// Reap what the phase left behind: its process group, then whatever
 	// left the group but carries the job's marker.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
@@ -185,7 +191,7 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	}
 	// sh reports the stages of a pipeline killed by a signal, unless the
 	// signal was cairn's, which killed sh too.
-	if len(cmds) > 1 && !signalled.Load() && job.Stderr != nil {
+	if pipelined && !signalled.Load() && job.Stderr != nil {
 		if msg := signalReport(cmds); len(msg) > 0 {
 			_, _ = job.Stderr.Write(msg)
 		}
