@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // A pipeline whose first stage is `cat FILE...` has cairn copy the files
@@ -18,10 +16,10 @@ import (
 // half of them). It does so only where that cannot differ from running
 // cat: the program is the system's (/usr/bin/cat or /bin/cat, not a cat
 // of the user's earlier in PATH), every operand is a file name (no
-// option, no "-", nothing of the opening process such as /proc/self/...),
-// the stage has no redirection, and every file opens as a regular file
-// before anything starts; otherwise cat runs. cat's exit
-// status never mattered: a pipeline's is its last stage's.
+// option, no "-", nothing of the opening process such as /proc/self/...
+// nor a link to it), the stage has no redirection, and every file opens
+// as a regular file before anything starts; otherwise cat runs. cat's
+// exit status never mattered: a pipeline's is its last stage's.
 type catStage struct {
 	prog    string // as written: cat's messages name it so
 	names   []string
@@ -59,18 +57,12 @@ func openCat(dir string, p pipeline) *catStage {
 			c.abandon()
 			return nil
 		}
-		// Non-blocking: a FIFO's opening would wait for a writer (it
-		// is refused below, as anything but a regular file is).
-		f, err := fsx.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
+		f, ok := openCatFile(path)
+		if !ok {
 			c.abandon()
 			return nil
 		}
 		c.files = append(c.files, f)
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			c.abandon()
-			return nil
-		}
 	}
 	return c
 }

@@ -1,0 +1,170 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
+)
+
+// catMatchesSh runs line by sh -c and by LocalExecutor (output to
+// writers, then to files) in directories that setup prepares, and
+// reports every difference in exit code, stdout, stderr and files.
+func catMatchesSh(t *testing.T, line string, setup func(t *testing.T, dir string)) {
+	t.Helper()
+	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
+	ref := t.TempDir()
+	setup(t, ref)
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir, cmd.Env = ref, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	want := runResult{}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%q: sh: %v", line, err)
+		}
+		want.Code = ee.ExitCode()
+	}
+	want.Stdout, want.Stderr, want.Files = stdout.String(), stderr.String(), treeBytes(t, ref)
+	x := &LocalExecutor{}
+	defer x.Flush()
+	for _, toFiles := range []bool{false, true} {
+		dir := t.TempDir()
+		setup(t, dir)
+		if _, ok := directPlan([]string{"sh", "-c", line}, env, dir); !ok {
+			t.Fatalf("%q: directPlan refused it; the test needs the direct path", line)
+		}
+		job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
+		var bout, berr lockedBuffer
+		var fout, ferr *os.File
+		if toFiles {
+			logs := t.TempDir()
+			var err error
+			if fout, err = os.Create(filepath.Join(logs, "stdout")); err != nil {
+				t.Fatal(err)
+			}
+			if ferr, err = os.Create(filepath.Join(logs, "stderr")); err != nil {
+				t.Fatal(err)
+			}
+			job.Stdout, job.Stderr = fout, ferr
+		} else {
+			job.Stdout, job.Stderr = &bout, &berr
+		}
+		code, err := x.Run(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got := runResult{Code: code, Stdout: bout.String(), Stderr: berr.String(), Files: treeBytes(t, dir)}
+		if toFiles {
+			fout.Close()
+			ferr.Close()
+			b, _ := os.ReadFile(fout.Name())
+			got.Stdout = string(b)
+			b, _ = os.ReadFile(ferr.Name())
+			got.Stderr = string(b)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q, output to files %v (-sh +cairn):\n%s", line, toFiles, diff)
+		}
+	}
+}
+
+// TestCatStageSymlinkToSelf: an operand that is a symbolic link to a
+// file of the opening process (/proc/self/..., /dev/stdin) is cat's
+// file under sh, so cairn must not open it as its own.
+func TestCatStageSymlinkToSelf(t *testing.T) {
+	for _, tc := range []struct{ target, line string }{
+		{"/proc/self/status", "cat me | head -n 1"},
+		{"/proc/self", "cat me/cmdline | tr '\\0' ' '"},
+		{"/proc/self/cmdline", "cat me | tr '\\0' ' '"},
+	} {
+		catMatchesSh(t, tc.line, func(t *testing.T, dir string) {
+			if err := os.Symlink(tc.target, filepath.Join(dir, "me")); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCatStageStdinMagicLink: an operand reached through a link to
+// /dev/stdin (the magic link /proc/self/fd/0) names the job's standard
+// input under sh (/dev/null, for a phase), cairn's own if cairn opens it.
+func TestCatStageStdinMagicLink(t *testing.T) {
+	// cairn's standard input, for this test, a regular file.
+	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("cairn's own standard input\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	old, err := unix.Dup(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Dup3(old, 0, 0); unix.Close(old) }()
+	if err := unix.Dup3(int(f.Fd()), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	x := &LocalExecutor{}
+	defer x.Flush()
+	dir := t.TempDir()
+	if err := os.Symlink("/dev/stdin", filepath.Join(dir, "in")); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb lockedBuffer
+	job := &Job{Phase: "p", Argv: []string{"sh", "-c", "cat in | wc -c"}, Dir: dir,
+		Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}, Stdout: &out, Stderr: &errb}
+	code, err := x.Run(context.Background(), job)
+	if err != nil || code != 0 || strings.TrimSpace(out.String()) != "0" {
+		t.Errorf("cat in | wc -c (in -> /dev/stdin) = %d, %v, %q, stderr %q; want 0 and \"0\" (the job's stdin is /dev/null)",
+			code, err, out.String(), errb.String())
+	}
+}
+
+// TestCatStageNeverOpensFIFO: an operand that is not a regular file is
+// cat's to open, never cairn's: opening a FIFO, even without blocking,
+// lets a writer waiting on it go on, and find no reader once cairn has
+// closed it again (a device's opening may also do something).
+func TestCatStageNeverOpensFIFO(t *testing.T) {
+	dir := t.TempDir()
+	pipelineFixture(t, dir)
+	in, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(in)
+	if _, err := unix.InotifyAddWatch(in, filepath.Join(dir, "fifo"), unix.IN_OPEN); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + os.Getenv("PATH")}
+	for _, line := range []string{"cat fifo | wc -c", "cat a fifo | wc -c"} {
+		p, ok := directPlan([]string{"sh", "-c", line}, env, dir)
+		if !ok {
+			t.Fatalf("%q: directPlan refused it", line)
+		}
+		if c := openCat(dir, p); c != nil {
+			c.abandon()
+			t.Errorf("%q: cairn copies a FIFO", line)
+		}
+		// The event of an open is queued by the open itself.
+		buf := make([]byte, 4096)
+		if n, err := unix.Read(in, buf); n > 0 {
+			t.Errorf("%q: cairn opened the FIFO", line)
+		} else if !errors.Is(err, unix.EAGAIN) {
+			t.Fatalf("inotify read: %d, %v", n, err)
+		}
+	}
+}
