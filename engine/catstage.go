@@ -43,6 +43,13 @@ func openCat(dir string, p pipeline) *catStage {
 	if len(st.Redirs) > 0 || len(st.Args) < 2 || !systemCats[st.Prog] {
 		return nil
 	}
+	// Without cat, the second stage leads the pipeline's process group,
+	// which under sh no stage does: setsid, finding itself a leader,
+	// forks and exits at once, ending the pipeline before the program it
+	// runs has read its input.
+	if filepath.Base(p[1].Prog) == "setsid" {
+		return nil
+	}
 	c := &catStage{prog: st.Args[0], names: st.Args[1:], done: make(chan struct{})}
 	for _, name := range c.names {
 		if name == "" || name[0] == '-' {

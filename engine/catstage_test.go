@@ -134,6 +134,17 @@ func TestCatStageStdinMagicLink(t *testing.T) {
 	}
 }
 
+// TestCatStageSetsid: without a cat process the second stage leads the
+// pipeline's process group, which no stage does under sh; setsid, finding
+// itself a leader, forks and exits at once, and the pipeline ended before
+// the program it runs had read its input (wc counted 64 KiB, or nothing).
+func TestCatStageSetsid(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	catMatchesSh(t, "cat big | setsid wc -c > out", func(t *testing.T, dir string) { pipelineFixture(t, dir) })
+}
+
 // TestCatStageNeverOpensFIFO: an operand that is not a regular file is
 // cat's to open, never cairn's: opening a FIFO, even without blocking,
 // lets a writer waiting on it go on, and find no reader once cairn has
