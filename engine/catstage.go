@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // A pipeline whose first stage is `cat FILE...` has cairn copy the files
@@ -25,7 +27,7 @@ type catStage struct {
 	names   []string
 	files   []*os.File
 	w       *os.File // the pipe to the second stage
-	stderr  *os.File // the job's standard error; nil: /dev/null
+	stderr  *os.File // cat's copy of the job's standard error; nil: /dev/null
 	started bool
 	done    chan struct{}
 }
@@ -74,6 +76,26 @@ func openCat(dir string, p pipeline) *catStage {
 	return c
 }
 
+// setStderr gives c a copy of the job's standard error, its own as a
+// cat process's would be: the job's may be the write end of a pipe that
+// cairn closes once the stages have started (outputPipes.started), and
+// its reader must not see the end before c's messages.
+func (c *catStage) setStderr(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	fd := -1
+	if cerr := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
+	}
+	c.stderr = os.NewFile(uintptr(fd), f.Name())
+	return nil
+}
+
 // abandon closes what c opened; the pipeline did not start.
 func (c *catStage) abandon() {
 	for _, f := range c.files {
@@ -81,6 +103,9 @@ func (c *catStage) abandon() {
 	}
 	if c.w != nil {
 		c.w.Close()
+	}
+	if c.stderr != nil {
+		c.stderr.Close()
 	}
 }
 
@@ -91,6 +116,9 @@ func (c *catStage) abandon() {
 func (c *catStage) run() {
 	defer close(c.done)
 	defer c.w.Close()
+	if c.stderr != nil {
+		defer c.stderr.Close()
+	}
 	buf := make([]byte, 64<<10)
 	for i, f := range c.files {
 		for {

@@ -179,3 +179,38 @@ func TestCatStageNeverOpensFIFO(t *testing.T) {
 		}
 	}
 }
+
+// TestCatStageReadErrorReported: a read error of an operand is reported
+// on the job's standard error as cat reports it, also when that is a
+// writer (a pipe cairn copies from) rather than a file. A tracefs file
+// that only root may open and whose read fails (trace_marker) serves.
+func TestCatStageReadErrorReported(t *testing.T) {
+	marker := "/sys/kernel/tracing/trace_marker"
+	if os.Geteuid() != 0 {
+		if os.Getenv("CAIRN_REQUIRE_SERVICES") == "" {
+			t.Skip("needs root, to open trace_marker")
+		}
+		t.Fatal("needs root, to open trace_marker (CAIRN_REQUIRE_SERVICES is set)")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		mnt := t.TempDir()
+		if err := unix.Mount("nodev", mnt, "tracefs", 0, ""); err != nil {
+			t.Fatalf("%s missing and tracefs cannot be mounted: %v", marker, err)
+		}
+		defer unix.Unmount(mnt, unix.MNT_DETACH)
+		marker = filepath.Join(mnt, "trace_marker")
+	}
+	line := "cat a " + marker + " b | cat"
+	catMatchesSh(t, line, func(t *testing.T, dir string) { pipelineFixture(t, dir) })
+	dir := t.TempDir()
+	pipelineFixture(t, dir)
+	p, ok := directPlan([]string{"sh", "-c", line}, []string{"PATH=" + os.Getenv("PATH")}, dir)
+	if !ok {
+		t.Fatalf("%q: directPlan refused it", line)
+	}
+	c := openCat(dir, p)
+	if c == nil {
+		t.Fatalf("%q: cairn does not copy the first stage; the test needs it to", line)
+	}
+	c.abandon()
+}
