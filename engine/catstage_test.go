@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
@@ -213,4 +216,103 @@ func TestCatStageReadErrorReported(t *testing.T) {
 		t.Fatalf("%q: cairn does not copy the first stage; the test needs it to", line)
 	}
 	c.abandon()
+}
+
+// openFDs returns what this process's descriptors are open on, but the
+// one reading the directory.
+func openFDs(t *testing.T) map[string]string {
+	t.Helper()
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fds := map[string]string{}
+	for _, n := range names {
+		if n == strconv.Itoa(int(d.Fd())) {
+			continue
+		}
+		fds[n], _ = os.Readlink("/proc/self/fd/" + n)
+	}
+	return fds
+}
+
+// TestCatStageNoLeaks: runs of pipelines whose first stage cairn copies,
+// or starts to and then leaves to sh or fails, and runs ended while the
+// copy is blocked on a reader that stopped, leave no descriptor open.
+func TestCatStageNoLeaks(t *testing.T) {
+	dir := t.TempDir()
+	pipelineFixture(t, dir)
+	mark := testMark(t)
+	defer killCensus(mark)
+	busy := filepath.Join(dir, "busy")
+	f, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("#!/bin/sh\nexit 0\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The job's streams are files: a writer's pipe is cairn's to
+	// close, not the stage's (its read end waits for the collector).
+	log, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	x := &LocalExecutor{Grace: 50 * time.Millisecond}
+	defer x.Flush()
+	runs := 0
+	run := func(line string, d time.Duration) {
+		ctx := context.Background()
+		if d > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		began := time.Now()
+		runs++ // each job a marker of its own: the reaper kills a finished job's
+		job := testJob(dir, mark, line, log, log)
+		job.Marker = fmt.Sprintf("job-%s-%d", mark, runs)
+		job.Env[len(job.Env)-1] = "CAIRN_JOB=" + job.Marker
+		code, err := x.Run(ctx, job)
+		if d > 0 && (code != -1 || !errors.Is(err, context.DeadlineExceeded)) {
+			t.Errorf("%q: Run = %d, %v; want -1 and the deadline", line, code, err)
+		}
+		if el := time.Since(began); el > 10*time.Second {
+			t.Errorf("%q: Run took %s", line, el)
+		}
+	}
+	lines := []string{
+		"cat a b | wc -c",
+		"cat big | head -c 5",
+		"cat big big | sh -c 'exit 4'",
+		"cat a missing | wc -c",     // opened a, then left to cat
+		"cat a b | wc -c > nodir/x", // a redirection fails: sh
+		"cat a b | ./busy",          // the first process fails: sh
+		"cat a b | cat | ./busy",    // a later one fails
+	}
+	for _, l := range lines { // warm up: the starter threads, devNull
+		run(l, 0)
+	}
+	x.Flush() // its scans of /proc open files for a moment
+	before := openFDs(t)
+	for range 20 {
+		for _, l := range lines {
+			run(l, 0)
+		}
+	}
+	run("cat big | sh -c 'kill -STOP $$'", 200*time.Millisecond)
+	run("cat big | sleep 30", 200*time.Millisecond)
+	x.Flush()
+	if diff := cmp.Diff(before, openFDs(t)); diff != "" {
+		t.Errorf("open descriptors (-before +after):\n%s", diff)
+	}
+	if alive := survivors(t, mark, 5*time.Second); len(alive) > 0 {
+		t.Errorf("survivors: %q", alive)
+	}
 }
