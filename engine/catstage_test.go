@@ -301,16 +301,37 @@ func TestCatStageNoLeaks(t *testing.T) {
 	}
 	x.Flush() // its scans of /proc open files for a moment
 	before := openFDs(t)
-	for range 20 {
+	const rounds = 10
+	for range rounds {
 		for _, l := range lines {
 			run(l, 0)
 		}
+		run("cat big | sh -c 'kill -STOP $$'", 100*time.Millisecond)
+		run("cat big | sleep 30", 100*time.Millisecond)
 	}
-	run("cat big | sh -c 'kill -STOP $$'", 200*time.Millisecond)
-	run("cat big | sleep 30", 200*time.Millisecond)
 	x.Flush()
-	if diff := cmp.Diff(before, openFDs(t)); diff != "" {
-		t.Errorf("open descriptors (-before +after):\n%s", diff)
+	// Other tests' leftovers (a finalizer closing a file, a reaper's
+	// scan) may open or close descriptors meanwhile: a descriptor on a
+	// file of this test, or one kind of descriptor added in every round,
+	// is a leak.
+	added := map[string]int{}
+	for fd, target := range openFDs(t) {
+		if before[fd] == target {
+			continue
+		}
+		added[target]++
+		if strings.HasPrefix(target, dir) || target == log.Name() {
+			t.Errorf("descriptor %s left open on %s", fd, target)
+		}
+	}
+	pipes := 0
+	for target, n := range added {
+		if strings.HasPrefix(target, "pipe:") {
+			pipes += n
+		}
+	}
+	if pipes >= rounds {
+		t.Errorf("%d pipes left open in %d rounds: %v", pipes, rounds, added)
 	}
 	if alive := survivors(t, mark, 5*time.Second); len(alive) > 0 {
 		t.Errorf("survivors: %q", alive)
