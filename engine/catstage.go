@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cairn-run/cairn/internal/fsx"
+	"golang.org/x/sys/unix"
 )
 
 // A pipeline whose first stage is `cat FILE...` has cairn copy the files
@@ -18,16 +18,16 @@ import (
 // half of them). It does so only where that cannot differ from running
 // cat: the program is the system's (/usr/bin/cat or /bin/cat, not a cat
 // of the user's earlier in PATH), every operand is a file name (no
-// option, no "-", nothing of the opening process such as /proc/self/...),
-// the stage has no redirection, and every file opens as a regular file
-// before anything starts; otherwise cat runs. cat's exit
-// status never mattered: a pipeline's is its last stage's.
+// option, no "-", nothing of the opening process such as /proc/self/...
+// nor a link to it), the stage has no redirection, and every file opens
+// as a regular file before anything starts; otherwise cat runs. cat's
+// exit status never mattered: a pipeline's is its last stage's.
 type catStage struct {
 	prog    string // as written: cat's messages name it so
 	names   []string
 	files   []*os.File
 	w       *os.File // the pipe to the second stage
-	stderr  *os.File // the job's standard error; nil: /dev/null
+	stderr  *os.File // cat's copy of the job's standard error; nil: /dev/null
 	started bool
 	done    chan struct{}
 }
@@ -45,6 +45,13 @@ func openCat(dir string, p pipeline) *catStage {
 	if len(st.Redirs) > 0 || len(st.Args) < 2 || !systemCats[st.Prog] {
 		return nil
 	}
+	// Without cat, the second stage leads the pipeline's process group,
+	// which under sh no stage does: setsid, finding itself a leader,
+	// forks and exits at once, ending the pipeline before the program it
+	// runs has read its input.
+	if filepath.Base(p[1].Prog) == "setsid" {
+		return nil
+	}
 	c := &catStage{prog: st.Args[0], names: st.Args[1:], done: make(chan struct{})}
 	for _, name := range c.names {
 		if name == "" || name[0] == '-' {
@@ -59,20 +66,34 @@ func openCat(dir string, p pipeline) *catStage {
 			c.abandon()
 			return nil
 		}
-		// Non-blocking: a FIFO's opening would wait for a writer (it
-		// is refused below, as anything but a regular file is).
-		f, err := fsx.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
+		f, ok := openCatFile(path)
+		if !ok {
 			c.abandon()
 			return nil
 		}
 		c.files = append(c.files, f)
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			c.abandon()
-			return nil
-		}
 	}
 	return c
+}
+
+// setStderr gives c a copy of the job's standard error, its own as a
+// cat process's would be: the job's may be the write end of a pipe that
+// cairn closes once the stages have started (outputPipes.started), and
+// its reader must not see the end before c's messages.
+func (c *catStage) setStderr(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	fd := -1
+	if cerr := rc.Control(func(s uintptr) { fd, err = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return err
+	}
+	c.stderr = os.NewFile(uintptr(fd), f.Name())
+	return nil
 }
 
 // abandon closes what c opened; the pipeline did not start.
@@ -83,6 +104,9 @@ func (c *catStage) abandon() {
 	if c.w != nil {
 		c.w.Close()
 	}
+	if c.stderr != nil {
+		c.stderr.Close()
+	}
 }
 
 // run copies the files into the pipe, in order, then closes it. A read
@@ -92,6 +116,9 @@ func (c *catStage) abandon() {
 func (c *catStage) run() {
 	defer close(c.done)
 	defer c.w.Close()
+	if c.stderr != nil {
+		defer c.stderr.Close()
+	}
 	buf := make([]byte, 64<<10)
 	for i, f := range c.files {
 		for {

@@ -434,6 +434,11 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 				cat.abandon()
 			}
 		}()
+		if stderr != nil {
+			if err := cat.setStderr(stderr); err != nil {
+				return nil, nil, fmt.Errorf("standard error of stage 1 (%s): %w", p[0].Args[0], err)
+			}
+		}
 	}
 	fds := make([][3]*os.File, len(p))
 	for i := range p {
@@ -444,7 +449,7 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 				return nil, nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
 			}
 			if i == 1 && cat != nil {
-				cat.w, cat.stderr = w, stderr // cat's end is its own
+				cat.w = w // cat's end is its own
 				opened = append(opened, r)
 			} else {
 				opened = append(opened, r, w)
