@@ -32,6 +32,10 @@ type catStage struct {
 	done    chan struct{}
 }
 
+// maxCatOperands bounds the files catStage holds open at once; a longer
+// list runs cat.
+const maxCatOperands = 64
+
 // systemCats are the cat programs catStage stands in for.
 var systemCats = map[string]bool{"/usr/bin/cat": true, "/bin/cat": true}
 
@@ -42,7 +46,7 @@ func openCat(dir string, p pipeline) *catStage {
 		return nil
 	}
 	st := p[0]
-	if len(st.Redirs) > 0 || len(st.Args) < 2 || !systemCats[st.Prog] {
+	if len(st.Redirs) > 0 || len(st.Args) < 2 || len(st.Args)-1 > maxCatOperands || !systemCats[st.Prog] {
 		return nil
 	}
 	// Without cat, the second stage leads the pipeline's process group,

@@ -671,7 +671,9 @@ func TestCatStage(t *testing.T) {
 		{"/bin/cat a | wc -c", true},
 		{"cat a | cat | wc -c", true}, // the first stage only
 		{"cat a", false},              // no pipeline: one process either way
-		{"cat | wc -c", false},        // its standard input
+		{"cat" + strings.Repeat(" a", maxCatOperands) + " | wc -c", true},
+		{"cat" + strings.Repeat(" a", maxCatOperands+1) + " | wc -c", false},
+		{"cat | wc -c", false}, // its standard input
 		{"cat a missing | wc -c", false},
 		{"cat a dir | wc -c", false},
 		{"cat a fifo | wc -c", false},
