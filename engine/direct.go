@@ -531,8 +531,8 @@ func openRedirect(dir string, r redirect) (*os.File, error) {
 		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
 	// Opened without Go's poller (a file for the child, never read by
-	// cairn): one system call, not three.
-	return fsx.OpenFile(name, flag, 0o666)
+	// cairn), and never through a magic link nor on procfs.
+	return openRedirectFile(name, flag, 0o666)
 }
 
 // signalReport returns what sh writes to its standard error after the

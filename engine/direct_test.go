@@ -231,6 +231,12 @@ func pipelineFixture(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
+	// Symbolic links to files of the opening process.
+	for link, target := range map[string]string{"selfstatus": "/proc/self/status", "stdout-link": "/dev/stdout"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	fifo := filepath.Join(dir, "fifo")
 	if err := os.Remove(fifo); err != nil {
 		t.Fatal(err)
@@ -320,6 +326,10 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"cat a - b | wc -c",                    // its standard input
 		"cat /proc/self/status | grep -c Name", // cat's own /proc/self
 		"cat a b 2>err | wc -c",                // a redirection
+		// Redirections through a symbolic link to a file of the opening
+		// process: the phase's, as sh opens it, not cairn's.
+		"head -1 < selfstatus | cat",
+		"cat a > stdout-link",
 	}
 	viaSh := map[string]bool{"cat a | ./plain | cat": true} // directPlan refuses them
 	x := &LocalExecutor{}
