@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,72 +12,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"golang.org/x/sys/unix"
 )
 
 // catMatchesSh runs line by sh -c and by LocalExecutor (output to
 // writers, then to files) in directories that setup prepares, and
-// reports every difference in exit code, stdout, stderr and files.
+// reports every difference in exit code, stdout, stderr and files. The
+// line must take the direct path.
 func catMatchesSh(t *testing.T, line string, setup func(t *testing.T, dir string)) {
 	t.Helper()
 	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
 	ref := t.TempDir()
 	setup(t, ref)
-	cmd := exec.Command("sh", "-c", line)
-	cmd.Dir, cmd.Env = ref, env
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	want := runResult{}
-	if err := cmd.Run(); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("%q: sh: %v", line, err)
-		}
-		want.Code = ee.ExitCode()
-	}
-	want.Stdout, want.Stderr, want.Files = stdout.String(), stderr.String(), treeBytes(t, ref)
+	want := shRun(t, line, env, ref)
 	x := &LocalExecutor{}
 	defer x.Flush()
-	for _, toFiles := range []bool{false, true} {
-		dir := t.TempDir()
+	cairnRunsLikeSh(t, x, line, env, want, func(t *testing.T, dir string) {
 		setup(t, dir)
 		if _, ok := directPlan([]string{"sh", "-c", line}, env, dir); !ok {
 			t.Fatalf("%q: directPlan refused it; the test needs the direct path", line)
 		}
-		job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
-		var bout, berr lockedBuffer
-		var fout, ferr *os.File
-		if toFiles {
-			logs := t.TempDir()
-			var err error
-			if fout, err = os.Create(filepath.Join(logs, "stdout")); err != nil {
-				t.Fatal(err)
-			}
-			if ferr, err = os.Create(filepath.Join(logs, "stderr")); err != nil {
-				t.Fatal(err)
-			}
-			job.Stdout, job.Stderr = fout, ferr
-		} else {
-			job.Stdout, job.Stderr = &bout, &berr
-		}
-		code, err := x.Run(context.Background(), job)
-		if err != nil {
-			t.Fatalf("%q: %v", line, err)
-		}
-		got := runResult{Code: code, Stdout: bout.String(), Stderr: berr.String(), Files: treeBytes(t, dir)}
-		if toFiles {
-			fout.Close()
-			ferr.Close()
-			b, _ := os.ReadFile(fout.Name())
-			got.Stdout = string(b)
-			b, _ = os.ReadFile(ferr.Name())
-			got.Stderr = string(b)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%q, output to files %v (-sh +cairn):\n%s", line, toFiles, diff)
-		}
-	}
+	})
 }
 
 // TestCatStageSymlinkToSelf: an operand that is a symbolic link to a

@@ -338,61 +338,76 @@ func TestPipelineMatchesSh(t *testing.T) {
 	for _, line := range lines {
 		ref := t.TempDir()
 		pipelineFixture(t, ref)
-		cmd := exec.Command("sh", "-c", line)
-		cmd.Dir, cmd.Env = ref, env
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		want := runResult{Code: 0}
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) {
-				t.Fatalf("%q: sh: %v", line, err)
-			}
-			want.Code = ee.ExitCode()
-		}
-		want.Stdout, want.Stderr, want.Files = stdout.String(), stderr.String(), treeBytes(t, ref)
-
+		want := shRun(t, line, env, ref)
 		if _, ok := parsePipeline(line); !ok {
 			t.Errorf("%q: refused by the parser", line)
 		}
 		if _, ok := directPlan([]string{"sh", "-c", line}, env, ref); ok == viaSh[line] {
 			t.Errorf("%q: directPlan says %v", line, ok)
 		}
-		for _, toFiles := range []bool{false, true} {
-			dir := t.TempDir()
-			pipelineFixture(t, dir)
-			job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
-			var bout, berr lockedBuffer
-			var fout, ferr *os.File
-			if toFiles {
-				logs := t.TempDir()
-				var err error
-				if fout, err = os.Create(filepath.Join(logs, "stdout")); err != nil {
-					t.Fatal(err)
-				}
-				if ferr, err = os.Create(filepath.Join(logs, "stderr")); err != nil {
-					t.Fatal(err)
-				}
-				job.Stdout, job.Stderr = fout, ferr
-			} else {
-				job.Stdout, job.Stderr = &bout, &berr
+		cairnRunsLikeSh(t, x, line, env, want, pipelineFixture)
+	}
+}
+
+// shRun runs line by sh -c in dir and returns its exit code, output and
+// the files of dir after it.
+func shRun(t *testing.T, line string, env []string, dir string) runResult {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", line)
+	cmd.Dir, cmd.Env = dir, env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	want := runResult{Code: 0}
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%q: sh: %v", line, err)
+		}
+		want.Code = ee.ExitCode()
+	}
+	want.Stdout, want.Stderr, want.Files = stdout.String(), stderr.String(), treeBytes(t, dir)
+	return want
+}
+
+// cairnRunsLikeSh runs line by x in a new directory that setup prepares,
+// its output going to writers and then to files, and reports every
+// difference from want (what sh gave).
+func cairnRunsLikeSh(t *testing.T, x *LocalExecutor, line string, env []string, want runResult, setup func(t *testing.T, dir string)) {
+	t.Helper()
+	for _, toFiles := range []bool{false, true} {
+		dir := t.TempDir()
+		setup(t, dir)
+		job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
+		var bout, berr lockedBuffer
+		var fout, ferr *os.File
+		if toFiles {
+			logs := t.TempDir()
+			var err error
+			if fout, err = os.Create(filepath.Join(logs, "stdout")); err != nil {
+				t.Fatal(err)
 			}
-			code, err := x.Run(context.Background(), job)
-			if err != nil {
-				t.Fatalf("%q: %v", line, err)
+			if ferr, err = os.Create(filepath.Join(logs, "stderr")); err != nil {
+				t.Fatal(err)
 			}
-			got := runResult{Code: code, Stdout: bout.String(), Stderr: berr.String(), Files: treeBytes(t, dir)}
-			if toFiles {
-				fout.Close()
-				ferr.Close()
-				b, _ := os.ReadFile(fout.Name())
-				got.Stdout = string(b)
-				b, _ = os.ReadFile(ferr.Name())
-				got.Stderr = string(b)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("%q, output to files %v (-sh +cairn):\n%s", line, toFiles, diff)
-			}
+			job.Stdout, job.Stderr = fout, ferr
+		} else {
+			job.Stdout, job.Stderr = &bout, &berr
+		}
+		code, err := x.Run(context.Background(), job)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		got := runResult{Code: code, Stdout: bout.String(), Stderr: berr.String(), Files: treeBytes(t, dir)}
+		if toFiles {
+			fout.Close()
+			ferr.Close()
+			b, _ := os.ReadFile(fout.Name())
+			got.Stdout = string(b)
+			b, _ = os.ReadFile(ferr.Name())
+			got.Stderr = string(b)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q, output to files %v (-sh +cairn):\n%s", line, toFiles, diff)
 		}
 	}
 }
