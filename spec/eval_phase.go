@@ -420,7 +420,7 @@ func evalOutputs(p *Phase, rp *rawPhase, e hcl.Expression, ctx *hcl.EvalContext)
 	default:
 		list, d := evalStringList(e, ctx, "outputs")
 		diags = append(diags, d...)
-		rp.listOutputs = true
+		p.listOutputs = true
 		for i, s := range list {
 			add(strconv.Itoa(i), s, e.Range())
 		}

@@ -256,3 +256,47 @@ func FuzzDecodeMemo(f *testing.F) {
 		}
 	})
 }
+
+// TestMemoKeyIs checks the quick look at a memo's key: only a memo
+// written for the key passes it, and damaged or foreign bytes never do.
+func TestMemoKeyIs(t *testing.T) {
+	path, memo := memoFixture(t, `phase "a" { command = "true" }`, nil)
+	if _, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo); diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	_, _, key, err := memoKeyOf(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(memo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := []byte(string(good))
+	other[len(memoHeader)+1] ^= 1 // the key's first character
+	for _, tc := range []struct {
+		name  string
+		bytes []byte // nil: no file
+		want  bool
+	}{
+		{"written for the key", good, true},
+		{"another key", other, false},
+		{"no file", nil, false},
+		{"empty", []byte{}, false},
+		{"header only", []byte(memoHeader), false},
+		{"cut inside the key", good[:len(memoHeader)+10], false},
+		{"another header", append([]byte("cairn-spec-memo 2\n"), good[len(memoHeader):]...), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "m")
+			if tc.bytes != nil {
+				if err := os.WriteFile(p, tc.bytes, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := memoKeyIs(p, key); got != tc.want {
+				t.Errorf("memoKeyIs = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -160,6 +160,9 @@ type Phase struct {
 	// loaded from its memo was linked already and has none (they were a
 	// third of the memo's bytes to decode).
 	inputRanges []hcl.Range
+	// listOutputs says the outputs attribute evaluated to a list (so
+	// phase.NAME.outputs is a tuple), while the spec is parsed.
+	listOutputs bool
 }
 
 // Output is one declared output.

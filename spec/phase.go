@@ -8,12 +8,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/internal/cores"
 )
 
 var phaseSchema = &hcl.BodySchema{
@@ -55,8 +57,6 @@ type rawPhase struct {
 	forEachRefs []phaseRef
 	eachPhase   string
 	eachRefs    []phaseRef // each.value.outputs[.KEY] uses
-
-	listOutputs bool // outputs evaluated to a list
 }
 
 // phaseRef is one reference to another phase. output is the output name
@@ -171,7 +171,19 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		return append(diags, cycleDiagnostic(err, raws))
 	}
 
-	// Evaluate phases in dependency order.
+	// Evaluate phases in dependency order. phase.NAME's value is made
+	// only for a phase another one refers to: a sweep's value is an
+	// object of all its instances (at 100,000 instances, a fifth of
+	// loading when nothing reads it).
+	referenced := map[string]bool{}
+	for _, rp := range order {
+		for _, r := range rp.refs {
+			referenced[r.phase] = true
+		}
+		for _, r := range rp.forEachRefs {
+			referenced[r.phase] = true
+		}
+	}
 	values := map[string]cty.Value{}
 	evaluated := map[string]*Phase{}
 	instances := map[string][]*Phase{} // block name -> its phases in key order
@@ -186,7 +198,9 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			}
 			evaluated[p.Addr] = p
 			instances[name] = []*Phase{p}
-			values[name] = phaseValue(p, rp)
+			if referenced[name] {
+				values[name] = phaseValue(p, rp)
+			}
 			continue
 		}
 		each, d := evalForEach(rp, sc, values)
@@ -195,24 +209,27 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			values[name] = cty.DynamicVal
 			continue
 		}
-		objs := map[string]cty.Value{}
+		ps, ds := evalInstances(rp, sc, values, evaluated, instances, each)
 		failed := false
-		for _, it := range each {
-			p, d := evalPhase(rp, sc, values, evaluated, instances, &it)
-			diags = append(diags, d...)
+		for i, p := range ps {
+			diags = append(diags, ds[i]...)
 			if p == nil {
 				failed = true
 				continue
 			}
 			evaluated[p.Addr] = p
 			instances[name] = append(instances[name], p)
-			objs[it.key] = phaseValue(p, rp)
 		}
-		if failed {
+		switch {
+		case failed:
 			values[name] = cty.DynamicVal
-			continue
+		case referenced[name]:
+			objs := make(map[string]cty.Value, len(ps))
+			for i, p := range ps {
+				objs[each[i].key] = phaseValue(p, rp)
+			}
+			values[name] = cty.ObjectVal(objs)
 		}
-		values[name] = cty.ObjectVal(objs)
 	}
 	if diags.HasErrors() {
 		return diags
@@ -234,6 +251,46 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	diags = append(diags, linkPhases(s, raws)...)
 	diags = append(diags, checkResources(s, raws)...)
 	return diags
+}
+
+// evalInstances evaluates the instances each of a phase with for_each,
+// side by side on all cores when there are many (a sweep's instances
+// are independent of each other: each reads only upstream phases, which
+// are all evaluated already). It returns each instance's phase (nil on
+// errors) and diagnostics, in the order of each, so that the outcome and
+// the order of the messages do not depend on the scheduling.
+func evalInstances(rp *rawPhase, sc *scope, values map[string]cty.Value, evaluated map[string]*Phase, instances map[string][]*Phase, each []eachItem) ([]*Phase, []hcl.Diagnostics) {
+	ps := make([]*Phase, len(each))
+	ds := make([]hcl.Diagnostics, len(each))
+	const chunk = 64
+	workers := min(cores.N, (len(each)+chunk-1)/chunk)
+	if workers <= 1 {
+		for i := range each {
+			ps[i], ds[i] = evalPhase(rp, sc, values, evaluated, instances, &each[i])
+		}
+		return ps, ds
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		// Each worker evaluates in its own copy of the scope: the copy
+		// records its phase's file() and env() reads, and makes its own
+		// function table bound to itself.
+		wsc := *sc
+		wg.Go(func() {
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= len(each) {
+					return
+				}
+				for i := lo; i < min(lo+chunk, len(each)); i++ {
+					ps[i], ds[i] = evalPhase(rp, &wsc, values, evaluated, instances, &each[i])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ps, ds
 }
 
 // applyExecutorDefaults gives p the experiment's executor when it names
@@ -404,7 +461,7 @@ func phaseValue(p *Phase, rp *rawPhase) cty.Value {
 	var outputs cty.Value
 	if len(p.Outputs) == 0 {
 		outputs = cty.EmptyObjectVal
-	} else if isListOutputs(rp) {
+	} else if isListOutputs(rp, p) {
 		vals := make([]cty.Value, len(p.Outputs))
 		for i, o := range p.Outputs {
 			vals[i] = cty.StringVal(o.Path)
@@ -424,13 +481,13 @@ func phaseValue(p *Phase, rp *rawPhase) cty.Value {
 	})
 }
 
-func isListOutputs(rp *rawPhase) bool {
+func isListOutputs(rp *rawPhase, p *Phase) bool {
 	a, ok := rp.attrs["outputs"]
 	if !ok {
 		return false
 	}
 	_, ok = a.Expr.(*hclsyntax.TupleConsExpr)
-	return ok || rp.listOutputs
+	return ok || p.listOutputs
 }
 
 // cleanRelPath cleans a workspace path given in a spec.
