@@ -80,7 +80,7 @@ func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diag
 			}
 			sc := base
 			sc.locals = values
-			v, d := attrs[name].Expr.Value(sc.evalContext(nil))
+			v, d := withParallelFors(attrs[name].Expr).Value(sc.evalContext(nil))
 			diags = append(diags, d...)
 			if d.HasErrors() {
 				v = cty.DynamicVal

@@ -123,7 +123,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			case "for_each":
 				refs, d := collectRefs(a.Expr, raws, names)
 				diags = append(diags, d...)
-				rp.forEach, rp.forEachRefs = a.Expr, refs
+				rp.forEach, rp.forEachRefs = withParallelFors(a.Expr), refs
 				if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
 					rp.eachPhase = refs[0].phase
 				}
