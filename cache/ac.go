@@ -190,16 +190,27 @@ func (c *Dir) getEntry(key ActionID, lean bool) (*Entry, error) {
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
+		return nil, &getError{key, err}
 	}
 	return e, nil
 }
+
+// getError is a lookup of key that failed: "cache get KEY: ERR". (Not
+// fmt.Errorf: a plan of 100,000 new phases misses 100,000 times, and
+// formatting each miss cost a tenth of a second.)
+type getError struct {
+	key ActionID
+	err error
+}
+
+func (e *getError) Error() string { return "cache get " + e.key.Short() + ": " + e.err.Error() }
+func (e *getError) Unwrap() error { return e.err }
 
 // GetLocalEntry is GetEntry without asking the remote.
 func (c *Dir) GetLocalEntry(key ActionID) (*Entry, error) {
 	e, err := c.getLocalEntry(key)
 	if err != nil {
-		return nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
+		return nil, &getError{key, err}
 	}
 	return e, nil
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -56,8 +58,73 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 }
 
 // writePlan renders a plan as aligned text: action, phase, first reason,
-// further reasons on their own lines, then the count line.
+// further reasons on their own lines, then the count line. The columns
+// are those text/tabwriter makes (each as wide as its widest cell, in
+// runes, plus two spaces; trailing spaces trimmed), laid out directly:
+// tabwriter took a tenth of a second over a sweep of 100,000 instances.
+// Text holding a tab or another character tabwriter treats as a cell or
+// line break goes through tabwriter itself, so the bytes never differ.
 func writePlan(w io.Writer, plan *engine.PlanResult) {
+	if planHasBreaks(plan) {
+		writePlanTabwriter(w, plan)
+		return
+	}
+	aw, pw := 0, 0
+	for _, d := range plan.Decisions {
+		aw = max(aw, utf8.RuneCountInString(string(d.Action)))
+		pw = max(pw, utf8.RuneCountInString(d.Phase))
+	}
+	aw, pw = aw+2, pw+2
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var line []byte
+	pad := func(n int) {
+		for range n {
+			line = append(line, ' ')
+		}
+	}
+	flush := func() {
+		bw.Write(bytes.TrimRight(line, " "))
+		bw.WriteByte('\n')
+		line = line[:0]
+	}
+	for _, d := range plan.Decisions {
+		line = append(line, d.Action...)
+		pad(aw - utf8.RuneCountInString(string(d.Action)))
+		line = append(line, d.Phase...)
+		pad(pw - utf8.RuneCountInString(d.Phase))
+		if len(d.Reasons) > 0 {
+			line = append(line, d.Reasons[0]...)
+		}
+		flush()
+		for _, r := range d.Reasons[min(1, len(d.Reasons)):] {
+			pad(aw + pw)
+			line = append(line, r...)
+			flush()
+		}
+	}
+	fmt.Fprintf(bw, "\n%d to run, %d cached, %d to restore\n", plan.Run, plan.Cached, plan.Restore)
+	bw.Flush()
+}
+
+// planHasBreaks reports whether any text of plan holds a character that
+// text/tabwriter reads as a cell or line break.
+func planHasBreaks(plan *engine.PlanResult) bool {
+	breaks := func(s string) bool { return strings.ContainsAny(s, "\t\v\f\n\r") }
+	for _, d := range plan.Decisions {
+		if breaks(string(d.Action)) || breaks(d.Phase) {
+			return true
+		}
+		for _, r := range d.Reasons {
+			if breaks(r) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// writePlanTabwriter is writePlan through text/tabwriter.
+func writePlanTabwriter(w io.Writer, plan *engine.PlanResult) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	for _, d := range plan.Decisions {
