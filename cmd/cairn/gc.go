@@ -17,7 +17,20 @@ import (
 // 100,000 instances, or the limit is tight), the ordinary collector takes
 // over, so the collector never runs more often than GOGC=50 would make it
 // and memory grows with the live heap rather than thrashing at the limit.
-const gcStartLimit = 36 << 20 // total Go memory: peak RSS stays under 50 MiB
+//
+// A live heap of over gcLargeLive is a large spec being loaded or planned
+// (a sweep of 100,000 instances holds 200-300 MiB, and allocates 1.5 GB
+// on the way): collecting it at GOGC=100 took a sixth of its first plan's
+// time. The collector then lets the heap grow to three times the live
+// heap, up to gcLargeLimit; when the live heap comes near that limit
+// (the goal under 1.5 times the live heap again), the ordinary collector
+// takes over for good.
+const (
+	gcStartLimit = 36 << 20 // total Go memory: peak RSS stays under 50 MiB
+	gcLargeLive  = 48 << 20
+	gcLargePct   = 200
+	gcLargeLimit = 800 << 20 // with the runtime's own memory, RSS under 1 GiB
+)
 
 // tuneGC applies that policy, unless the user chose GOGC or GOMEMLIMIT.
 // It also turns off heap profiling (its buckets cost a large spec's run
@@ -39,17 +52,43 @@ func tuneGC() {
 type gcSentinel struct{ _ [64]byte }
 
 func armGCWatch() {
+	watchGC(func(live, goal uint64) bool {
+		if goal >= live+live/2 {
+			return true
+		}
+		debug.SetGCPercent(100)
+		debug.SetMemoryLimit(math.MaxInt64)
+		watchGC(func(live, _ uint64) bool {
+			if live < gcLargeLive {
+				return true
+			}
+			debug.SetGCPercent(gcLargePct)
+			debug.SetMemoryLimit(gcLargeLimit)
+			watchGC(func(live, goal uint64) bool {
+				if goal >= live+live/2 {
+					return true
+				}
+				debug.SetGCPercent(100)
+				debug.SetMemoryLimit(math.MaxInt64)
+				return false
+			})
+			return false
+		})
+		return false
+	})
+}
+
+// watchGC calls f with the live heap and the next heap goal after the
+// next collection, and after every one that follows while f returns true.
+func watchGC(f func(live, goal uint64) bool) {
 	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
 		// Just after a collection the heap in use is about the live
 		// heap. (ReadMemStats, not package runtime/metrics, whose init
 		// cost every start of cairn 50 µs.)
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		if live, goal := ms.HeapAlloc, ms.NextGC; goal >= live+live/2 {
-			armGCWatch()
-			return
+		if f(ms.HeapAlloc, ms.NextGC) {
+			watchGC(f)
 		}
-		debug.SetGCPercent(100)
-		debug.SetMemoryLimit(math.MaxInt64)
 	})
 }

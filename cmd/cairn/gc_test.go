@@ -1,0 +1,70 @@
+package main
+
+import (
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// gcPercent reads the collector's GOGC setting.
+func gcPercent() int {
+	p := debug.SetGCPercent(-1)
+	debug.SetGCPercent(p)
+	return p
+}
+
+// TestGCPolicy: the collector starts off under the start limit, becomes
+// the ordinary one once the live heap outgrows that limit, and lets the
+// heap grow to three times a large live heap. It runs in a process of its
+// own: the policy is the whole process's, and its watch stays armed.
+func TestGCPolicy(t *testing.T) {
+	if os.Getenv("CAIRN_TEST_GC_POLICY") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGCPolicy$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), "CAIRN_TEST_GC_POLICY=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestGCPolicy") {
+			t.Fatalf("the policy's process: %v\n%s", err, out)
+		}
+		return
+	}
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(gcStartLimit)
+	armGCWatch()
+
+	// collectUntil collects until the setting is want (the watch runs
+	// as a finalizer, after a collection), or fails.
+	collectUntil := func(want int) {
+		t.Helper()
+		for range 200 {
+			runtime.GC()
+			runtime.Gosched()
+			if gcPercent() == want {
+				return
+			}
+		}
+		t.Fatalf("GOGC is %d, want %d", gcPercent(), want)
+	}
+	var live [][]byte
+	grow := func(mib int) {
+		for range mib {
+			b := make([]byte, 1<<20)
+			b[0] = 1
+			live = append(live, b)
+		}
+	}
+	grow(30) // over the start limit's room: the ordinary collector
+	collectUntil(100)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memory limit %d after the start, want none", got)
+	}
+	grow(gcLargeLive>>20 + 10) // a large live heap: three times it
+	collectUntil(gcLargePct)
+	if got := debug.SetMemoryLimit(-1); got != gcLargeLimit {
+		t.Errorf("memory limit %d for a large heap, want %d", got, gcLargeLimit)
+	}
+	runtime.KeepAlive(live)
+}
