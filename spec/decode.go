@@ -100,11 +100,14 @@ type scope struct {
 	reads *readLog
 
 	// fns is the function table of fnsOwner's contexts (file() and env()
-	// are bound to it): made once, not once per phase instance (a
-	// sweep's 100,000 made it 100,000 times, 0.5 s). A scope copied by
-	// value makes its own.
-	fns      map[string]function.Function
-	fnsOwner *scope
+	// are bound to it), and varObj and localObj their var and local
+	// objects: made once, not once per phase instance (a sweep's 100,000
+	// made the table 100,000 times, 0.5 s). A scope copied by value makes
+	// its own; vars and locals must not change once a scope has made
+	// them.
+	fns              map[string]function.Function
+	varObj, localObj cty.Value
+	fnsOwner         *scope
 }
 
 // usage is what a phase's expressions read through file() and env().
@@ -115,17 +118,16 @@ type usage struct {
 
 // evalContext builds an evaluation context; phases may be nil.
 func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
-	v := map[string]cty.Value{
-		"var":   objectOrEmpty(sc.vars),
-		"local": objectOrEmpty(sc.locals),
-	}
-	if phases != nil {
-		v["phase"] = objectOrEmpty(phases)
-	}
 	if sc.fnsOwner != sc {
 		sc.fns = functions()
 		sc.addSpecFuncs(sc.fns)
+		sc.varObj, sc.localObj = objectOrEmpty(sc.vars), objectOrEmpty(sc.locals)
 		sc.fnsOwner = sc
+	}
+	v := make(map[string]cty.Value, 4) // room for each
+	v["var"], v["local"] = sc.varObj, sc.localObj
+	if phases != nil {
+		v["phase"] = objectOrEmpty(phases)
 	}
 	return &hcl.EvalContext{Variables: v, Functions: sc.fns}
 }

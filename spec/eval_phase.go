@@ -21,7 +21,11 @@ type eachItem struct {
 }
 
 // instanceAddr is the address of instance key of phase block name.
-func instanceAddr(name, key string) string { return fmt.Sprintf("%s[%q]", name, key) }
+func instanceAddr(name, key string) string { return name + "[" + strconv.Quote(key) + "]" }
+
+// noPhases is the (empty, never written) map of upstream values of a
+// phase that refers to none.
+var noPhases = map[string]cty.Value{}
 
 // evalForEach evaluates a phase's for_each into its instances, sorted by
 // key: a set or list of strings (each.key = each.value = the element), a
@@ -124,12 +128,15 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	var diags hcl.Diagnostics
 	// Only the phases this one refers to go into its context: building an
 	// object of every phase for every phase would make loading quadratic.
-	refd := map[string]cty.Value{}
-	for _, r := range rp.refs {
-		refd[r.phase] = phases[r.phase]
+	refd := noPhases
+	if len(rp.refs) > 0 {
+		refd = make(map[string]cty.Value, len(rp.refs))
+		for _, r := range rp.refs {
+			refd[r.phase] = phases[r.phase]
+		}
 	}
 	ctx := sc.evalContext(refd)
-	sc.use = &usage{env: map[string]string{}}
+	sc.use = &usage{}
 	defer func() { sc.use = nil }()
 	addr := rp.name
 	if it != nil {
@@ -459,6 +466,9 @@ func checkOutputPath(raw string, rng hcl.Range) (string, hcl.Diagnostics) {
 }
 
 func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	if cons, ok := e.(*hclsyntax.ObjectConsExpr); ok && paramsByItem(p, cons, ctx) {
+		return nil
+	}
 	v, diags := evalValue(e, ctx, "params")
 	if diags.HasErrors() {
 		return diags
@@ -478,9 +488,42 @@ func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostic
 	return diags
 }
 
+// paramsByItem evaluates params written as an object, item by item,
+// without making the object (a sweep's params cost a third of evaluating
+// its instances that way). It gives up, and writes nothing, on anything
+// but plain string keys and known, unmarked values evaluated without a
+// diagnostic: evalParams then evaluates the object as written, for its
+// exact messages. Keys given twice keep the last value, as in HCL.
+func paramsByItem(p *Phase, cons *hclsyntax.ObjectConsExpr, ctx *hcl.EvalContext) bool {
+	keys := make([]string, len(cons.Items))
+	vals := make([]string, len(cons.Items))
+	for i, item := range cons.Items {
+		k, d := item.KeyExpr.Value(ctx)
+		if len(d) > 0 || k.IsNull() || !k.IsKnown() || k.IsMarked() || k.Type() != cty.String {
+			return false
+		}
+		v, d := item.ValueExpr.Value(ctx)
+		if len(d) > 0 || !v.IsWhollyKnown() || v.ContainsMarked() {
+			return false
+		}
+		js, err := canonicalJSON(v)
+		if err != nil {
+			return false
+		}
+		keys[i], vals[i] = k.AsString(), js
+	}
+	for i, k := range keys {
+		p.Params[k] = vals[i]
+	}
+	return true
+}
+
 // upstreamReads turns a phase's references into the output paths it reads
 // from each upstream phase instance (nil = all of them).
 func upstreamReads(rp *rawPhase, evaluated map[string]*Phase, instances map[string][]*Phase, it *eachItem) map[string][]string {
+	if len(rp.refs) == 0 && len(rp.deps) == 0 && (it == nil || rp.eachPhase == "") {
+		return map[string][]string{}
+	}
 	all := map[string]bool{}
 	paths := map[string]map[string]bool{}
 	note := func(up *Phase, output string) {

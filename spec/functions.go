@@ -53,6 +53,9 @@ func (sc *scope) envFunc() function.Function {
 				v, ok = sc.lookupEnv(name)
 			}
 			if sc.use != nil {
+				if sc.use.env == nil {
+					sc.use.env = map[string]string{}
+				}
 				if ok {
 					sc.use.env[name] = "=" + v
 				} else {

@@ -142,6 +142,11 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				rp.refs = append(rp.refs, refs...)
 			}
 		}
+		for attrName, a := range rp.attrs {
+			if attrName != "depends_on" && attrName != "for_each" {
+				a.Expr = withFastTemplates(a.Expr)
+			}
+		}
 		if len(rp.eachRefs) > 0 && rp.forEach == nil {
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
