@@ -55,7 +55,7 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	}
 	sort.Strings(s.SensitiveVars)
 
-	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads}
+	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads, each: opts.each}
 	locals, localDiags := evalLocals(localBlocks, base)
 	diags = append(diags, localDiags...)
 
@@ -98,6 +98,8 @@ type scope struct {
 	// reads, when not nil, records every file read by file() for the
 	// spec memo (whatever scope it is read in).
 	reads *readLog
+	// each, when not nil, is the for_each memo of this load.
+	each *eachMemo
 
 	// fns is the function table of fnsOwner's contexts (file() and env()
 	// are bound to it), and varObj and localObj their var and local

@@ -32,6 +32,25 @@ var noPhases = map[string]cty.Value{}
 // map or object (each.key, each.value), or phase.NAME of another phase
 // with for_each (each.value is that phase's instance).
 func evalForEach(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]eachItem, hcl.Diagnostics) {
+	if sc.each == nil {
+		return evalForEachExpr(rp, sc, phases)
+	}
+	hash, ok := sc.each.hashFor(rp, sc)
+	if !ok {
+		return evalForEachExpr(rp, sc, phases)
+	}
+	if items, ok := sc.each.lookup(rp, hash); ok {
+		return items, nil
+	}
+	items, diags := evalForEachExpr(rp, sc, phases)
+	if len(diags) == 0 {
+		sc.each.keep(rp, hash, items)
+	}
+	return items, diags
+}
+
+// evalForEachExpr is evalForEach without the for_each memo.
+func evalForEachExpr(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]eachItem, hcl.Diagnostics) {
 	refd := map[string]cty.Value{}
 	for _, r := range rp.forEachRefs {
 		refd[r.phase] = phases[r.phase]

@@ -157,10 +157,13 @@ func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Sp
 	log := newReadLog()
 	opts.reads = log
 	opts.LookupEnv = log.lookupEnv(opts.LookupEnv)
+	each := &eachMemo{path: eachMemoPath(memoPath), src: src}
+	opts.each = each
 	s, diags = p.LoadBytes(path, src, dir, opts)
 	if s != nil && len(diags) == 0 && len(s.SensitiveVars) == 0 {
 		if _, err := os.Stat(filepath.Dir(memoPath)); err == nil {
 			_ = writeMemo(memoPath, key, log, s)
+			_ = each.write()
 		}
 	}
 	return s, diags, false

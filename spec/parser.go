@@ -33,6 +33,8 @@ type Options struct {
 	// reads records what evaluation read from outside the spec, for the
 	// spec memo.
 	reads *readLog
+	// each is the for_each memo (see eachmemo.go), with the spec memo.
+	each *eachMemo
 }
 
 // VarValue is one NAME=VALUE assignment from the command line, or one
