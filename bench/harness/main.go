@@ -737,9 +737,17 @@ func runScale(gen string) {
 		ct := &tool{name: "cairn", cmd: func(w *ws) string {
 			return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + cairn + " plan"
 		}}
-		// The first plan parses the spec (as after an edit: no memo of
-		// it yet), one run; the others find its memo.
-		runOne(sz, "plan-edited", ct, w, 0)
+		// plan-first: every run starts with no memo of the spec, so the
+		// whole spec is evaluated, as after an edit of the sweep's own
+		// for_each. plan-edited: every run follows an edit of the sweep's
+		// command, so the spec is evaluated again but the for_each's keys
+		// come from their memo. plan: nothing changed, the spec's memo.
+		sq := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+		forget := writeScript(dir+".forget.sh", "rm -f "+sq(filepath.Join(dir, ".cairn"))+"/spec-*\n")
+		edit := writeScript(dir+".edit.sh", `n=$(date +%N)
+sed -i -E "s/echo( x[0-9]+)? [$][{]each[.]key[}] >/echo x$n \${each.key} >/" `+sq(filepath.Join(dir, "experiment.hcl"))+"\n")
+		runOnePrep(sz, "plan-first", ct, w, 3, "sh "+forget)
+		runOnePrep(sz, "plan-edited", ct, w, 3, "sh "+edit)
 		runOne(sz, "plan", ct, w, 5)
 		if *quick || k > 10000 {
 			continue
@@ -757,6 +765,18 @@ func runScale(gen string) {
 // runOne times one command: a probe with peak RSS, then (runs > 0 and the
 // probe was quick enough) hyperfine.
 func runOne(sz size, sc string, t *tool, w *ws, runs int) {
+	runOnePrep(sz, sc, t, w, runs, "")
+}
+
+// writeScript writes the shell script p and returns its path.
+func writeScript(p, body string) string {
+	check(os.WriteFile(p, []byte(body), 0o755))
+	return p
+}
+
+// runOnePrep is runOne with a command run before the probe and before
+// each timed run (hyperfine's --prepare), untimed.
+func runOnePrep(sz size, sc string, t *tool, w *ws, runs int, before string) {
 	r := &result{Size: sz.name, Scenario: sc, Tool: t.name}
 	all = append(all, r)
 	rf := filepath.Join(results, "logs", fmt.Sprintf("%s-%s.rss", sz.name, sc))
@@ -764,6 +784,13 @@ func runOne(sz size, sc string, t *tool, w *ws, runs int) {
 	cmd := command(t, w, sc, "")
 	if gnuTime != "" {
 		cmd = command(t, w, sc, rf)
+	}
+	if before != "" {
+		if out, err := shOut(before, *timeout); err != nil {
+			r.Failed = "prepare failed: " + err.Error()
+			fmt.Printf("  %s %s: prepare FAILED:\n%s\n", sz.name, sc, indent(lastLines(string(out), 15)))
+			return
+		}
 	}
 	t0 := time.Now()
 	out, err := shOut(cmd, *timeout)
@@ -786,7 +813,11 @@ func runOne(sz size, sc string, t *tool, w *ws, runs int) {
 		return
 	}
 	js := filepath.Join(results, sz.name+"-"+sc+".json")
-	if err := runVerbose(nil, "hyperfine", "-N", "--style", "basic", "--runs", strconv.Itoa(runs), "--export-json", js, "-n", "cairn "+sc, command(t, w, sc, "")); err != nil {
+	args := []string{"-N", "--style", "basic", "--runs", strconv.Itoa(runs), "--export-json", js, "-n", "cairn " + sc}
+	if before != "" {
+		args = append(args, "--prepare", before)
+	}
+	if err := runVerbose(nil, "hyperfine", append(args, command(t, w, sc, ""))...); err != nil {
 		r.Failed = "hyperfine failed: " + err.Error()
 		return
 	}
