@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,7 +31,7 @@ func linkPhases(s *Spec, raws map[string]*rawPhase) hcl.Diagnostics {
 			claims = append(claims, claim{o.Path, p})
 		}
 	}
-	sort.SliceStable(claims, func(i, j int) bool { return claims[i].path < claims[j].path })
+	slices.SortStableFunc(claims, func(a, b claim) int { return strings.Compare(a.path, b.path) })
 	byPath := make(map[string]*Phase, len(claims))
 	// One diagnostic per phase in conflict, at the later-declared phase.
 	reported := map[*Phase]bool{}
@@ -66,6 +67,11 @@ func linkPhases(s *Spec, raws map[string]*rawPhase) hcl.Diagnostics {
 	}
 
 	g := &dag.Graph{}
+	edges := 0
+	for _, p := range s.Phases {
+		edges += len(p.Upstream)
+	}
+	g.Grow(len(s.Phases), edges)
 	for _, p := range s.Phases {
 		g.Add(p.Addr)
 		for up := range p.Upstream {

@@ -240,7 +240,10 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		return diags
 	}
 
-	s.byAddr = map[string]*Phase{}
+	s.byAddr = make(map[string]*Phase, len(evaluated))
+	if len(evaluated) > 0 {
+		s.Phases = make([]*Phase, 0, len(evaluated))
+	}
 	s.blocks = map[string][]string{}
 	for _, rp := range order {
 		for _, p := range instances[rp.name] {
