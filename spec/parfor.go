@@ -21,7 +21,9 @@ import (
 // joined are what the whole would give, when every run succeeds cleanly;
 // otherwise (any diagnostic, an unknown or marked result) the expression
 // is evaluated again as written, so that errors and warnings read
-// exactly as HCL gives them.
+// exactly as HCL gives them. Each run is first given to quickFor
+// (quickfor.go), which evaluates the usual sweep expressions without
+// cty's numbers, and to HCL when quickFor cannot.
 
 // parallelFor is a for expression producing a tuple, evaluated in runs.
 type parallelFor struct {
@@ -46,7 +48,7 @@ func (e parallelFor) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 // not clean, and the caller evaluates e as written.
 func (e parallelFor) inRuns(ctx *hcl.EvalContext) (cty.Value, bool) {
 	if cores.N < 2 {
-		return cty.NilVal, false
+		return quickFor(e.ForExpr, ctx)
 	}
 	coll, diags := e.CollExpr.Value(ctx)
 	if len(diags) > 0 || coll.IsNull() || !coll.IsKnown() || coll.IsMarked() || !coll.CanIterateElements() {
@@ -54,7 +56,7 @@ func (e parallelFor) inRuns(ctx *hcl.EvalContext) (cty.Value, bool) {
 	}
 	n := coll.LengthInt()
 	if n < minParallelFor {
-		return cty.NilVal, false
+		return quickFor(e.ForExpr, ctx)
 	}
 	elems := make([]cty.Value, 0, n)
 	for it := coll.ElementIterator(); it.Next(); {
@@ -80,10 +82,14 @@ func (e parallelFor) inRuns(ctx *hcl.EvalContext) (cty.Value, bool) {
 					Val:      cty.TupleVal(elems[r*per : min((r+1)*per, n)]),
 					SrcRange: e.CollExpr.Range(),
 				}
-				v, d := part.Value(ctx)
-				if len(d) > 0 || !v.IsKnown() || v.IsMarked() || !v.Type().IsTupleType() {
-					failed.Store(true)
-					return
+				v, ok := quickFor(&part, ctx)
+				if !ok {
+					var d hcl.Diagnostics
+					v, d = part.Value(ctx)
+					if len(d) > 0 || !v.IsKnown() || v.IsMarked() || !v.Type().IsTupleType() {
+						failed.Store(true)
+						return
+					}
 				}
 				results[r] = v
 			}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -39,6 +40,12 @@ func parForContext() *hcl.EvalContext {
 // whether the runs gave the value.
 func checkParallelFor(t *testing.T, src string) bool {
 	t.Helper()
+	return checkParallelForOn(t, src, 3)
+}
+
+// checkParallelForOn is checkParallelFor with procs cores.
+func checkParallelForOn(t *testing.T, src string, procs int) bool {
+	t.Helper()
 	parse := func() hclsyntax.Expression {
 		e, diags := hclsyntax.ParseExpression([]byte(src), "x.hcl", hcl.InitialPos)
 		if diags.HasErrors() {
@@ -53,12 +60,12 @@ func checkParallelFor(t *testing.T, src string) bool {
 	ctx := parForContext()
 	want, wantDiags := plain.Value(ctx)
 	defer func(old int) { cores.N = old }(cores.N)
-	cores.N = 3
+	cores.N = procs
 	ran := false
 	testHookParallelFor = func(int) { ran = true }
 	defer func() { testHookParallelFor = nil }()
 	got, gotDiags := withParallelFors(parse()).Value(ctx)
-	if !got.RawEquals(want) {
+	if !sameValue(got, want) {
 		t.Errorf("%s:\nin runs  %#v\nas written %#v", src, got, want)
 	}
 	msgs := func(ds hcl.Diagnostics) []string {
@@ -82,6 +89,40 @@ func checkParallelFor(t *testing.T, src string) bool {
 		t.Errorf("%s: diagnostics differ (-as written +in runs):\n%s", src, diff)
 	}
 	return ran
+}
+
+// sameValue is RawEquals, and numbers of the same precision: a number's
+// precision decides what later arithmetic on it gives.
+func sameValue(a, b cty.Value) bool {
+	if !a.RawEquals(b) {
+		return false
+	}
+	if !a.IsKnown() || a.IsNull() || a.IsMarked() {
+		return true
+	}
+	switch t := a.Type(); {
+	case t == cty.Number:
+		return a.AsBigFloat().Prec() == b.AsBigFloat().Prec()
+	case t.IsListType() || t.IsTupleType() || t.IsSetType() || t.IsMapType() || t.IsObjectType():
+		as, bs := a.AsValueSlice(), b.AsValueSlice()
+		if t.IsMapType() || t.IsObjectType() {
+			as, bs = nil, nil
+			for it := a.ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				as = append(as, v)
+			}
+			for it := b.ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				bs = append(bs, v)
+			}
+		}
+		for i := range as {
+			if !sameValue(as[i], bs[i]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func TestParallelFor(t *testing.T) {
@@ -123,6 +164,10 @@ func TestParallelFor(t *testing.T) {
 	}
 }
 
+// hugeExponent matches a number HCL takes minutes to parse (1E-808000:
+// big.Float's parsing, not ours).
+var hugeExponent = regexp.MustCompile(`[eE][+-]?[0-9]{4,}`)
+
 // FuzzParallelFor: for any expression, evaluating its for expressions in
 // runs gives what HCL gives (the value, every diagnostic).
 func FuzzParallelFor(f *testing.F) {
@@ -133,14 +178,74 @@ func FuzzParallelFor(f *testing.F) {
 		`[for v in var.unknown : v if v > 3]`,
 		`[for v in var.inner : upper(v)]`,
 		`[for v in var.nums : tonumber("x${v}")]`,
+		`[for i in range(-20, 20) : "n${i % 3}/${i * -2}/${-i}/${i - 7 >= 0 && i != 4}" if i % 5 != 1]`,
+		`[for i in range(12) : format("%05d|%x|%v", i * 1000 + 3, i, i > 2 ? "a" : "b")]`,
+		`[for v in var.nums : upper(format("%s-%d", tostring(v), v * v))]`,
+		`[for a in [for b in var.nums : "k${b}"] : "${a}!" if a != "k3"]`,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, src string) {
 		// Keep the values small: nested ranges multiply.
-		if len(src) > 300 || strings.Count(src, "range") > 1 || strings.Contains(src, "product") || strings.Contains(src, "file") || strings.Contains(src, "env") {
+		if len(src) > 300 || strings.Count(src, "range") > 1 || strings.Contains(src, "product") || strings.Contains(src, "file") || strings.Contains(src, "env") || hugeExponent.MatchString(src) {
 			return
 		}
 		checkParallelFor(t, src)
 	})
+}
+
+// TestQuickFor: the for expressions quickFor evaluates give HCL's value,
+// on one core (the whole expression) and in runs; the others are left to
+// HCL, with the same outcome.
+func TestQuickFor(t *testing.T) {
+	for _, tt := range []struct {
+		src            string
+		quick1, quick3 bool // quickFor gives the value (on one core, of some run on three)
+	}{
+		{`toset(flatten([for a in range(10) : [for b in range(100) : format("%06d", a * 100 + b) if a * 100 + b < 950]]))`, true, true},
+		{`[for i in range(100) : format("k%03d", i) if i % 3 == 0]`, true, true},
+		{`[for i in range(20) : "${i}-${i * 7 - 30}-${i % 4 == 1}"]`, true, true},
+		{`[for i in range(20) : i >= 5 && !(i > 15) || i == 0 ? "in${i}" : "out"]`, true, true},
+		{`[for i in range(-10, 10) : "n${i % 3}/${i % -4}/${-i}"]`, false, true},
+		{`[for i in range(1, 20) : "n${i * -1}"]`, true, true},
+		{`[for i in range(0, 20) : "n${i * -1}"]`, false, true}, // 0 * -1 is -0 in cty
+		{`[for i in range(12) : i * 2]`, false, false},          // numbers in the result
+		{`[for i in range(12) : "${i * 2}"]`, false, false},     // "${x}" is x itself
+		{`[for i in range(12) : "n${i * 1000000000000}"]`, true, true},
+		{`[for i in range(12) : "n${i * 100000000000000000}"]`, false, false}, // over 2^53
+		{`[for i in range(12) : "n${i / 2}"]`, false, false},
+		{`[for f in [0.5, 1.5, 2, 3, 4, 5, 6, 7, 8] : "n${f}"]`, false, true},
+		{`[for i in range(12) : format("%x %5d %-4d| %v %s %08.3f %e %t", i, i, i, i, tostring(i), i, i, i > 3)]`, true, true},
+		{`[for s in split(",", "b,a,c,d,e,f,g,h,i") : upper(s) == "A" ? lower(s) : title(s)]`, true, true},
+		{`[for s in toset(["b", "a", "b", "c", "d", "e", "f", "g", "h"]) : "${s}${length(s)}"]`, false, false}, // length of a string errs
+		{`[for v in {a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8} : "n${v * 10}"]`, true, true},
+		{`[for v in var.nums : "n${v + var.nums[1]}"]`, true, true},
+		{`[for v in var.secret : "n${v}"]`, false, false},
+		{`[for v in var.inner : v]`, false, true},         // the runs without the marked element
+		{`[for v in var.unknown : "n${v}"]`, false, true}, // the runs before the unknown element
+		{`[for i in range(12) : substr("abcdefghijklmnop", i, 3)]`, true, true},
+		{`[for i in range(12) : replace("a-b-${i}", "-", "_")]`, true, true},
+		{`[for i in range(12) : format("%d", i) if i]`, false, false}, // a number as the condition
+		{`[for i in range(12) : "${true}${i < 3}"]`, true, true},
+		{`[for i in range(12) : i == "1" ? "x" : "y"]`, false, false},
+		{`[for a in [for b in range(12) : "k${b}"] : "${a}!"]`, true, true},
+		{`[for i in range(12) : [for j in range(i) : "${i}.${j}"]]`, false, false}, // range is not quickFor's
+		{`[for i in range(12) : [for j in range(3) : "${i}.${j}"]]`, true, true},
+		{`[for i in range(12) : nope(i)]`, false, false},
+		{`[for i in range(12) : format("%d", i, i)]`, false, false},
+		{`[for i in range(12) : format("%s %s", i)]`, false, false},
+		{`[for e in ["a\u0301", "b", "c", "d", "e", "f", "g", "h"] : "${e}\u0301x"]`, true, true},
+	} {
+		for _, procs := range []int{1, 3} {
+			func() {
+				quick := false
+				testHookQuickFor = func() { quick = true }
+				defer func() { testHookQuickFor = nil }()
+				checkParallelForOn(t, tt.src, procs)
+				if want := map[int]bool{1: tt.quick1, 3: tt.quick3}[procs]; quick != want {
+					t.Errorf("%s (%d cores): quickFor took it %v, want %v", tt.src, procs, quick, want)
+				}
+			}()
+		}
+	}
 }
