@@ -3,6 +3,7 @@ package spec
 import (
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -238,11 +239,11 @@ func TestQuickFor(t *testing.T) {
 	} {
 		for _, procs := range []int{1, 3} {
 			func() {
-				quick := false
-				testHookQuickFor = func() { quick = true }
+				var quickRan atomic.Bool // the hook is called from the runs' goroutines
+				testHookQuickFor = func() { quickRan.Store(true) }
 				defer func() { testHookQuickFor = nil }()
 				checkParallelForOn(t, tt.src, procs)
-				if want := map[int]bool{1: tt.quick1, 3: tt.quick3}[procs]; quick != want {
+				if quick, want := quickRan.Load(), map[int]bool{1: tt.quick1, 3: tt.quick3}[procs]; quick != want {
 					t.Errorf("%s (%d cores): quickFor took it %v, want %v", tt.src, procs, quick, want)
 				}
 			}()
