@@ -164,7 +164,17 @@ func TestPhaseKeysSeeChanges(t *testing.T) {
 // within the racy window of the computation) are not remembered.
 func TestPhaseKeysRacy(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
-	s.run(t, RunOptions{}) // every file was written just now
+	// Every input's mtime is an hour ahead, so it is racy throughout:
+	// files merely written just now turn calm once the run takes longer
+	// than the racy window (50 ms), which a loaded machine exceeds, and
+	// the test failed then.
+	soon := time.Now().Add(time.Hour)
+	for _, n := range []string{"in.txt", "lib/m.py", "tool.sh", "x.cfg"} {
+		if err := os.Chtimes(filepath.Join(s.dir, n), soon, soon); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.run(t, RunOptions{})
 	e := s.engine(t)
 	if _, err := e.Plan(PlanOptions{}); err != nil {
 		t.Fatal(err)

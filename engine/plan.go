@@ -70,7 +70,21 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	decisions := make([]*Decision, len(todo))
 	errs := make([]error, len(todo))
 	willRun := map[string]bool{}
+	// Deciding one at a time, the plan fails with the error of the first
+	// phase in the order that cannot be decided, and decides nothing
+	// after it. stop is the index of the first such phase found so far: a
+	// later wave may still hold a phase before it (b after a comes before
+	// c, which is in a's wave), so only the phases before stop are
+	// decided from then on, and the plan fails with stop's error.
+	stop := len(todo)
 	for _, wave := range waves {
+		if stop < len(todo) {
+			n := 0
+			for n < len(wave) && wave[n] < stop { // a wave's indices ascend
+				n++
+			}
+			wave = wave[:n]
+		}
 		_ = parallel(len(wave), cores.N, func(k int) error {
 			i := wave[k]
 			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, forced[todo[i]])
@@ -78,10 +92,13 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 		})
 		for _, i := range wave {
 			if errs[i] != nil {
-				return nil, errs[i]
+				stop = min(stop, i)
 			}
 		}
 		for _, i := range wave {
+			if errs[i] != nil {
+				continue
+			}
 			switch d := decisions[i]; d.Action {
 			case ActionRun:
 				res.Run++
@@ -94,6 +111,9 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 				trees[d.Phase] = d.entry.Outputs
 			}
 		}
+	}
+	if stop < len(todo) {
+		return nil, errs[stop]
 	}
 	if len(decisions) > 0 {
 		res.Decisions = decisions

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -89,5 +90,50 @@ phase "all" {
 	}
 	if got := rows(many)[len(many.Decisions)-1]; got.Phase != "all" || got.Action != "run" {
 		t.Errorf("last decision %+v, want all to run", got)
+	}
+}
+
+// TestPlanWavesFirstError: when several phases cannot be decided, the plan
+// fails with the error of the first of them in the plan's order, as
+// deciding one at a time does, whatever wave each is in. Here b (after a,
+// so in the second wave) comes before c (first wave) in the order, and
+// both lack an input.
+func TestPlanWavesFirstError(t *testing.T) {
+	s := newSetup(t, map[string]string{
+		"experiment.hcl": `
+phase "a" {
+  command = "write a.txt a"
+  outputs = ["a.txt"]
+}
+phase "b" {
+  command = "cp ${phase.a.outputs[0]} b.txt"
+  inputs  = ["b.in"]
+  outputs = ["b.txt"]
+}
+phase "c" {
+  command = "cp c.in c.txt"
+  inputs  = ["c.in"]
+  outputs = ["c.txt"]
+}
+`,
+		"b.in": "b\n",
+		"c.in": "c\n",
+	})
+	s.run(t, RunOptions{})
+	for _, f := range []string{"b.in", "c.in"} {
+		if err := os.Remove(filepath.Join(s.dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, procs := range []int{1, 4} {
+		func() {
+			defer func(old int) { cores.N = old }(cores.N)
+			cores.N = procs
+			_, err := s.engine(t).Plan(PlanOptions{})
+			var mi *MissingInputError
+			if !errors.As(err, &mi) || mi.Phase != "b" {
+				t.Errorf("%d cores: plan error %v, want b's missing input (b comes before c)", procs, err)
+			}
+		}()
 	}
 }

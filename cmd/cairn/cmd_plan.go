@@ -63,7 +63,8 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 // runes, plus two spaces; trailing spaces trimmed), laid out directly:
 // tabwriter took a tenth of a second over a sweep of 100,000 instances.
 // Text holding a tab or another character tabwriter treats as a cell or
-// line break goes through tabwriter itself, so the bytes never differ.
+// line break, or its Escape byte, goes through tabwriter itself, so the
+// bytes never differ.
 func writePlan(w io.Writer, plan *engine.PlanResult) {
 	if planHasBreaks(plan) {
 		writePlanTabwriter(w, plan)
@@ -107,9 +108,12 @@ func writePlan(w io.Writer, plan *engine.PlanResult) {
 }
 
 // planHasBreaks reports whether any text of plan holds a character that
-// text/tabwriter reads as a cell or line break.
+// text/tabwriter reads as a cell or line break, or its Escape byte 0xff
+// (a file name that is not UTF-8), which brackets text that is neither.
 func planHasBreaks(plan *engine.PlanResult) bool {
-	breaks := func(s string) bool { return strings.ContainsAny(s, "\t\v\f\n\r") }
+	breaks := func(s string) bool {
+		return strings.ContainsAny(s, "\t\v\f\n\r") || strings.IndexByte(s, tabwriter.Escape) >= 0
+	}
 	for _, d := range plan.Decisions {
 		if breaks(string(d.Action)) || breaks(d.Phase) {
 			return true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -45,5 +46,33 @@ func TestWritePlanMatchesTabwriter(t *testing.T) {
 	}
 	if direct < 50 {
 		t.Fatalf("only %d plans were laid out directly", direct)
+	}
+}
+
+// TestWritePlanEscapeByte: a reason holding the byte 0xff (a file name
+// that is not UTF-8, in "input NAME changed") is laid out as
+// text/tabwriter lays it out: tabwriter reads that byte as its Escape,
+// which brackets text that is neither a cell nor a line break.
+func TestWritePlanEscapeByte(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reasons [][]string // per decision
+	}{
+		{"first reason", [][]string{{"input data/\xff.bin changed"}, {"new phase"}}},
+		{"further reason", [][]string{{"new phase", "input \xffa\xff changed", "forced"}, {"new phase"}}},
+		{"unclosed in the last phase", [][]string{{"new phase"}, {"input \xff changed", "input b changed"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &engine.PlanResult{Run: len(tc.reasons)}
+			for i, rs := range tc.reasons {
+				p.Decisions = append(p.Decisions, &engine.Decision{Action: engine.ActionRun, Phase: fmt.Sprintf("phase_%d%s", i, strings.Repeat("x", i)), Reasons: rs})
+			}
+			var got, want bytes.Buffer
+			writePlan(&got, p)
+			writePlanTabwriter(&want, p)
+			if diff := cmp.Diff(want.String(), got.String()); diff != "" {
+				t.Errorf("(-tabwriter +direct):\n%s", diff)
+			}
+		})
 	}
 }

@@ -4,9 +4,9 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"strings"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
