@@ -26,8 +26,9 @@ type Options struct {
 	// Their values rank below -var and above CAIRN_VAR_NAME; a later file
 	// wins over an earlier one.
 	VarFiles []string
-	// LookupEnv reads CAIRN_VAR_NAME values; nil means no environment
-	// (os.LookupEnv in the CLI).
+	// LookupEnv reads CAIRN_VAR_NAME values and env(); nil means no
+	// environment (os.LookupEnv in the CLI). It may be called from several
+	// goroutines at once (a sweep's instances are evaluated side by side).
 	LookupEnv func(string) (string, bool)
 
 	// reads records what evaluation read from outside the spec, for the
