@@ -183,6 +183,7 @@ func FuzzParallelFor(f *testing.F) {
 		`[for i in range(12) : format("%05d|%x|%v", i * 1000 + 3, i, i > 2 ? "a" : "b")]`,
 		`[for v in var.nums : upper(format("%s-%d", tostring(v), v * v))]`,
 		`[for a in [for b in var.nums : "k${b}"] : "${a}!" if a != "k3"]`,
+		`[for i in range(-6, 6) : format("%05d|%3d|%d|%s|%%|%0d|%00d|%10d|%-4d|%x", i * 7, -i, i, "x${i}", i, i, i, i, i)]`,
 	} {
 		f.Add(s)
 	}
@@ -234,6 +235,10 @@ func TestQuickFor(t *testing.T) {
 		{`[for i in range(12) : [for j in range(3) : "${i}.${j}"]]`, true, true},
 		{`[for i in range(12) : nope(i)]`, false, false},
 		{`[for i in range(12) : format("%d", i, i)]`, false, false},
+		{`[for i in range(-6, 6) : format("%05d|%3d|%d|%s|%%|%0d|%00d|%10d|%-4d|", i * 7, -i, i, "x${i}", i, i, i, i)]`, false, true}, // -i for 0
+		{`[for i in range(12) : format("%06d%s", i)]`, false, false},
+		{`[for i in range(12) : format("%[1]d", i)]`, true, true},
+		{`[for i in range(12) : format("%d%", i)]`, false, false},
 		{`[for i in range(12) : format("%s %s", i)]`, false, false},
 		{`[for e in ["a\u0301", "b", "c", "d", "e", "f", "g", "h"] : "${e}\u0301x"]`, true, true},
 	} {

@@ -319,6 +319,11 @@ func (q *quick) call(e *hclsyntax.FunctionCallExpr) (qv, bool) {
 	if !quickFuncs[e.Name] || e.ExpandFinal || q.ctx == nil {
 		return qv{}, false
 	}
+	if e.Name == "format" {
+		if v, ok := q.format(e); ok {
+			return v, true
+		}
+	}
 	var f function.Function
 	var found bool
 	for c := q.ctx; c != nil && !found; c = c.Parent() {
@@ -391,6 +396,85 @@ func (q *quick) condChecks(e *hclsyntax.ForExpr) bool {
 	}
 	_, err := convert.Convert(r, cty.Bool)
 	return err == nil
+}
+
+// format formats as cty's format() does when the format string holds
+// only text, %%, %s (no flags) and %d with at most a 0 flag and a width
+// (Go's fmt, which cty's %d calls on a big.Int, pads an int64 alike), one
+// argument per verb, of its type. Anything else: false, and format() is
+// called.
+func (q *quick) format(e *hclsyntax.FunctionCallExpr) (qv, bool) {
+	if len(e.Args) == 0 {
+		return qv{}, false
+	}
+	f, ok := q.expr(e.Args[0])
+	if !ok || f.kind != qStr {
+		return qv{}, false
+	}
+	var out []byte
+	arg := 1
+	s := f.s
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			out = append(out, s[i])
+			continue
+		}
+		i++
+		if i < len(s) && s[i] == '%' {
+			out = append(out, '%')
+			continue
+		}
+		zero := i < len(s) && s[i] == '0'
+		if zero {
+			i++
+		}
+		width := 0
+		for n := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; n++ {
+			if n == 2 {
+				return qv{}, false
+			}
+			width = width*10 + int(s[i]-'0')
+			i++
+		}
+		if i >= len(s) || arg >= len(e.Args) {
+			return qv{}, false
+		}
+		v, ok := q.expr(e.Args[arg])
+		arg++
+		switch {
+		case !ok:
+			return qv{}, false
+		case s[i] == 'd' && v.kind == qInt:
+			digits := strconv.AppendInt(nil, absOf(v.i), 10)
+			n := len(digits)
+			if v.i < 0 {
+				n++
+			}
+			pad := max(width-n, 0)
+			if !zero {
+				for range pad {
+					out = append(out, ' ')
+				}
+			}
+			if v.i < 0 {
+				out = append(out, '-')
+			}
+			if zero {
+				for range pad {
+					out = append(out, '0')
+				}
+			}
+			out = append(out, digits...)
+		case s[i] == 's' && v.kind == qStr && !zero && width == 0:
+			out = append(out, v.s...)
+		default:
+			return qv{}, false
+		}
+	}
+	if arg != len(e.Args) {
+		return qv{}, false
+	}
+	return qv{kind: qStr, s: cty.StringVal(string(out)).AsString()}, true
 }
 
 // forExpr evaluates a for expression producing a tuple, with no key
