@@ -52,38 +52,12 @@ func (e fastTemplate) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 }
 
 // withFastTemplates returns expr with its string templates made
-// fastTemplates: the expression itself, and those among the elements of
-// lists, the values of objects, the arguments of function calls, the
-// results of conditionals and parentheses, recursively.
+// fastTemplates: the expression itself, and those rewriteExprs reaches.
 func withFastTemplates(expr hcl.Expression) hcl.Expression {
-	x, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return expr
-	}
-	return fastTemplates(x)
-}
-
-func fastTemplates(x hclsyntax.Expression) hclsyntax.Expression {
-	switch e := x.(type) {
-	case *hclsyntax.TemplateExpr:
-		return fastTemplate{e}
-	case *hclsyntax.FunctionCallExpr:
-		for i, a := range e.Args {
-			e.Args[i] = fastTemplates(a)
+	return rewriteExprs(expr, func(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
+		if e, ok := x.(*hclsyntax.TemplateExpr); ok {
+			return fastTemplate{e}, true
 		}
-	case *hclsyntax.TupleConsExpr:
-		for i, a := range e.Exprs {
-			e.Exprs[i] = fastTemplates(a)
-		}
-	case *hclsyntax.ObjectConsExpr:
-		for i := range e.Items {
-			e.Items[i].ValueExpr = fastTemplates(e.Items[i].ValueExpr)
-		}
-	case *hclsyntax.ParenthesesExpr:
-		e.Expression = fastTemplates(e.Expression)
-	case *hclsyntax.ConditionalExpr:
-		e.TrueResult = fastTemplates(e.TrueResult)
-		e.FalseResult = fastTemplates(e.FalseResult)
-	}
-	return x
+		return x, false
+	})
 }

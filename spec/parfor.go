@@ -119,36 +119,50 @@ func (e parallelFor) inRuns(ctx *hcl.EvalContext) (cty.Value, bool) {
 // for expressions evaluated where file() and env() record nothing per
 // phase (for_each, locals) may be given to it.
 func withParallelFors(expr hcl.Expression) hcl.Expression {
+	return rewriteExprs(expr, func(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
+		e, ok := x.(*hclsyntax.ForExpr)
+		if !ok || e.KeyExpr != nil || e.KeyVar != "" || e.Group {
+			return x, false
+		}
+		return parallelFor{e}, true
+	})
+}
+
+// rewriteExprs returns expr with wrap applied to it and, where wrap
+// leaves a node as it is (false), to the elements of lists, the values of
+// objects, the arguments of function calls and the results of
+// conditionals and parentheses, recursively. Containers are changed in
+// place; a node wrap replaced is not looked into.
+func rewriteExprs(expr hcl.Expression, wrap func(hclsyntax.Expression) (hclsyntax.Expression, bool)) hcl.Expression {
 	x, ok := expr.(hclsyntax.Expression)
 	if !ok {
 		return expr
 	}
-	return parallelFors(x)
-}
-
-func parallelFors(x hclsyntax.Expression) hclsyntax.Expression {
-	switch e := x.(type) {
-	case *hclsyntax.ForExpr:
-		if e.KeyExpr == nil && e.KeyVar == "" && !e.Group {
-			return parallelFor{e}
+	var walk func(x hclsyntax.Expression) hclsyntax.Expression
+	walk = func(x hclsyntax.Expression) hclsyntax.Expression {
+		if w, ok := wrap(x); ok {
+			return w
 		}
-	case *hclsyntax.FunctionCallExpr:
-		for i, a := range e.Args {
-			e.Args[i] = parallelFors(a)
+		switch e := x.(type) {
+		case *hclsyntax.FunctionCallExpr:
+			for i, a := range e.Args {
+				e.Args[i] = walk(a)
+			}
+		case *hclsyntax.TupleConsExpr:
+			for i, a := range e.Exprs {
+				e.Exprs[i] = walk(a)
+			}
+		case *hclsyntax.ObjectConsExpr:
+			for i := range e.Items {
+				e.Items[i].ValueExpr = walk(e.Items[i].ValueExpr)
+			}
+		case *hclsyntax.ParenthesesExpr:
+			e.Expression = walk(e.Expression)
+		case *hclsyntax.ConditionalExpr:
+			e.TrueResult = walk(e.TrueResult)
+			e.FalseResult = walk(e.FalseResult)
 		}
-	case *hclsyntax.TupleConsExpr:
-		for i, a := range e.Exprs {
-			e.Exprs[i] = parallelFors(a)
-		}
-	case *hclsyntax.ObjectConsExpr:
-		for i := range e.Items {
-			e.Items[i].ValueExpr = parallelFors(e.Items[i].ValueExpr)
-		}
-	case *hclsyntax.ParenthesesExpr:
-		e.Expression = parallelFors(e.Expression)
-	case *hclsyntax.ConditionalExpr:
-		e.TrueResult = parallelFors(e.TrueResult)
-		e.FalseResult = parallelFors(e.FalseResult)
+		return x
 	}
-	return x
+	return walk(x)
 }
