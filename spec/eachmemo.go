@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // The spec memo is all or nothing: after any edit of the spec, the whole
@@ -186,25 +186,7 @@ func (m *eachMemo) write() error {
 		}
 		return nil
 	}
-	b := encodeEachMemo(m.fresh)
-	f, err := os.CreateTemp(filepath.Dir(m.path), ".each-memo-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), m.path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return fsx.WriteFileAtomic(m.path, encodeEachMemo(m.fresh), 0o600, "each-memo", false, false)
 }
 
 func encodeEachMemo(recs map[string]eachRecord) []byte {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/dag"
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // The spec memo keeps the evaluated model of a spec on disk so that a
@@ -327,23 +328,5 @@ func writeMemo(path, key string, log *readLog, s *Spec) error {
 		Experiment: s.Experiment, Variables: s.Variables, Pools: s.Pools,
 		Phases: s.Phases, Blocks: s.blocks,
 	}
-	b := encodeMemo(&rec)
-	f, err := os.CreateTemp(filepath.Dir(path), ".spec-memo-*")
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return fsx.WriteFileAtomic(path, encodeMemo(&rec), 0o600, "spec-memo", false, false)
 }
