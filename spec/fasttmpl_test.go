@@ -54,15 +54,7 @@ func checkFastTemplates(t *testing.T, src string) {
 	if !got.RawEquals(want) {
 		t.Errorf("%s:\nfast       %#v\nas written %#v", src, got, want)
 	}
-	msgs := func(ds hcl.Diagnostics) []string {
-		var out []string
-		for _, d := range ds {
-			msg, _, _ := strings.Cut(d.Error(), " Did you mean")
-			msg, _, _ = strings.Cut(msg, "\n")
-			out = append(out, msg)
-		}
-		return out
-	}
+	msgs := hclMessages
 	if diff := cmp.Diff(msgs(wantDiags), msgs(gotDiags)); diff != "" {
 		// Some of HCL's messages differ from one evaluation to the
 		// next (map order): compare only what HCL says alike twice.

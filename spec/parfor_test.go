@@ -69,18 +69,7 @@ func checkParallelForOn(t *testing.T, src string, procs int) bool {
 	if !sameValue(got, want) {
 		t.Errorf("%s:\nin runs  %#v\nas written %#v", src, got, want)
 	}
-	msgs := func(ds hcl.Diagnostics) []string {
-		var out []string
-		for _, d := range ds {
-			// HCL picks among equally close names for "Did you mean"
-			// by map order, and a function's panic comes with its
-			// stack: not ours to compare.
-			msg, _, _ := strings.Cut(d.Error(), " Did you mean")
-			msg, _, _ = strings.Cut(msg, "\n")
-			out = append(out, msg)
-		}
-		return out
-	}
+	msgs := hclMessages
 	if diff := cmp.Diff(msgs(wantDiags), msgs(gotDiags)); diff != "" {
 		// Some of HCL's messages differ from one evaluation to the
 		// next (map order): compare only what HCL says alike twice.
@@ -90,6 +79,20 @@ func checkParallelForOn(t *testing.T, src string, procs int) bool {
 		t.Errorf("%s: diagnostics differ (-as written +in runs):\n%s", src, diff)
 	}
 	return ran
+}
+
+// hclMessages is what the differential tests compare of HCL's
+// diagnostics: HCL picks among equally close names for "Did you mean" by
+// map order, and a function's panic comes with its stack, neither ours to
+// compare.
+func hclMessages(ds hcl.Diagnostics) []string {
+	var out []string
+	for _, d := range ds {
+		msg, _, _ := strings.Cut(d.Error(), " Did you mean")
+		msg, _, _ = strings.Cut(msg, "\n")
+		out = append(out, msg)
+	}
+	return out
 }
 
 // sameValue is RawEquals, and numbers of the same precision: a number's
