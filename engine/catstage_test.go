@@ -203,14 +203,7 @@ func TestCatStageNoLeaks(t *testing.T) {
 	pipelineFixture(t, dir)
 	mark := testMark(t)
 	defer killCensus(mark)
-	busy := filepath.Join(dir, "busy")
-	f, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteString("#!/bin/sh\nexit 0\n"); err != nil {
-		t.Fatal(err)
-	}
+	busyScript(t, dir)
 	// The job's streams are files: a writer's pipe is cairn's to
 	// close, not the stage's (its read end waits for the collector).
 	log, err := os.Create(filepath.Join(t.TempDir(), "log"))

@@ -498,19 +498,25 @@ func TestPipelineCancel(t *testing.T) {
 // started (here a script held open for writing: ETXTBSY), it is too late
 // to hand the line to sh; Run reports the error, and the stages already
 // started are killed and reaped.
+// busyScript writes the script dir/busy and keeps it open for writing
+// until the test ends, so that starting it fails with ETXTBSY.
+func busyScript(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "busy"), os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.WriteString("#!/bin/sh\nexit 0\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPipelineLaterStageFails(t *testing.T) {
 	dir := t.TempDir()
 	mark := testMark(t)
 	defer killCensus(mark)
-	busy := filepath.Join(dir, "busy")
-	f, err := os.OpenFile(busy, os.O_CREATE|os.O_WRONLY, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString("#!/bin/sh\nexit 0\n"); err != nil {
-		t.Fatal(err)
-	}
+	busyScript(t, dir)
 	var stderr lockedBuffer
 	job := testJob(dir, mark, "sleep 30 | ./busy", nil, &stderr)
 	if _, ok := directPlan(job.Argv, job.Env, job.Dir); !ok {
