@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 )
 
 // A cairn process is short-lived, and most commands (a no-op run, a plan)
@@ -19,16 +20,16 @@ import (
 // and memory grows with the live heap rather than thrashing at the limit.
 //
 // A live heap of over gcLargeLive is a large spec being loaded or planned
-// (a sweep of 100,000 instances holds 200-300 MiB, and allocates 1.5 GB
-// on the way): collecting it at GOGC=100 took a sixth of its first plan's
-// time. The collector then lets the heap grow to three times the live
-// heap, up to gcLargeLimit; when the live heap comes near that limit
-// (the goal under 1.5 times the live heap again), the ordinary collector
-// takes over for good.
+// (a sweep of 100,000 instances holds 200-300 MiB, and allocates about
+// 1 GB on the way): collecting it at GOGC=100 took a quarter of its first
+// plan's CPU, at GOGC=200 still a sixth. The collector then lets the heap
+// grow to five times the live heap, up to gcLargeLimit; when the live
+// heap comes near that limit (the goal under 1.5 times the live heap
+// again), the ordinary collector takes over for good.
 const (
 	gcStartLimit = 36 << 20 // total Go memory: peak RSS stays under 50 MiB
 	gcLargeLive  = 48 << 20
-	gcLargePct   = 200
+	gcLargePct   = 400
 	gcLargeLimit = 800 << 20 // with the runtime's own memory, RSS under 1 GiB
 )
 
@@ -82,13 +83,21 @@ func armGCWatch() {
 // next collection, and after every one that follows while f returns true.
 func watchGC(f func(live, goal uint64) bool) {
 	runtime.SetFinalizer(new(gcSentinel), func(*gcSentinel) {
-		// Just after a collection the heap in use is about the live
-		// heap. (ReadMemStats, not package runtime/metrics, whose init
-		// cost every start of cairn 50 µs.)
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		if f(ms.HeapAlloc, ms.NextGC) {
+		if f(gcHeap()) {
 			watchGC(f)
 		}
 	})
+}
+
+// gcHeap returns the heap the last collection found live and the heap
+// goal of the next one. Not runtime.MemStats' HeapAlloc: the finalizer
+// that asks may run long after the collection, when a busy process has
+// allocated tens of MiB of new garbage, and taking that for live heap
+// handed a large load over to GOGC=100 while its live heap was 6 MiB.
+// (Package runtime/metrics costs 50 µs at its first read, paid only by
+// a process that collects.)
+func gcHeap() (live, goal uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }

@@ -10,6 +10,10 @@ import (
 	"testing"
 )
 
+// gcGarbage holds what TestGCPolicy allocates as garbage, so that the
+// compiler cannot drop the allocation.
+var gcGarbage []byte
+
 // gcPercent reads the collector's GOGC setting.
 func gcPercent() int {
 	p := debug.SetGCPercent(-1)
@@ -19,7 +23,7 @@ func gcPercent() int {
 
 // TestGCPolicy: the collector starts off under the start limit, becomes
 // the ordinary one once the live heap outgrows that limit, and lets the
-// heap grow to three times a large live heap. It runs in a process of its
+// heap grow to five times a large live heap. It runs in a process of its
 // own: the policy is the whole process's, and its watch stays armed.
 func TestGCPolicy(t *testing.T) {
 	if os.Getenv("CAIRN_TEST_GC_POLICY") == "" {
@@ -31,7 +35,21 @@ func TestGCPolicy(t *testing.T) {
 		}
 		return
 	}
+	// gcHeap reports the heap the last collection found live, not the
+	// garbage allocated since: a finalizer reading the heap in use took
+	// a busy load's fresh garbage for live heap.
 	debug.SetGCPercent(-1)
+	runtime.GC()
+	for range 40 {
+		gcGarbage = make([]byte, 1<<20)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	if live, _ := gcHeap(); ms.HeapAlloc < 40<<20 || live > 20<<20 {
+		t.Fatalf("after 40 MiB of garbage: heap in use %d MiB, gcHeap's live heap %d MiB (want under 20)", ms.HeapAlloc>>20, live>>20)
+	}
+	gcGarbage = nil
+
 	debug.SetMemoryLimit(gcStartLimit)
 	armGCWatch()
 
@@ -61,7 +79,7 @@ func TestGCPolicy(t *testing.T) {
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("memory limit %d after the start, want none", got)
 	}
-	grow(gcLargeLive>>20 + 10) // a large live heap: three times it
+	grow(gcLargeLive>>20 + 10) // a large live heap: five times it
 	collectUntil(gcLargePct)
 	if got := debug.SetMemoryLimit(-1); got != gcLargeLimit {
 		t.Errorf("memory limit %d for a large heap, want %d", got, gcLargeLimit)
