@@ -106,28 +106,56 @@ func evalForEachExpr(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]ea
 // once) without making the set: cty sorts a set's elements, with a slow
 // comparison, every time the set is iterated (2.3 s of the 7 s a sweep of
 // 100,000 keys took to load), and instances are sorted by key here
-// anyway. Anything else is not ok, and is evaluated as written.
+// anyway. X = flatten(Y), the usual way to write a sweep over several
+// axes, is flattened here too, in one walk: cty's flatten walks Y twice
+// (once for its result's type) and checks it for marks deeply. Anything
+// else is not ok, and is evaluated as written.
 func toSetOfStrings(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.Diagnostics, bool) {
 	call, ok := expr.(*hclsyntax.FunctionCallExpr)
 	if !ok || call.Name != "toset" || len(call.Args) != 1 || call.ExpandFinal {
 		return nil, nil, false
 	}
-	v, diags := call.Args[0].Value(ctx)
-	if diags.HasErrors() || v.IsNull() || !v.IsKnown() || v.IsMarked() || !(v.Type().IsListType() || v.Type().IsTupleType()) {
+	arg, flat := call.Args[0], false
+	if f, ok := arg.(*hclsyntax.FunctionCallExpr); ok && f.Name == "flatten" && len(f.Args) == 1 && !f.ExpandFinal {
+		arg, flat = f.Args[0], true
+	}
+	v, diags := arg.Value(ctx)
+	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.IsMarked() {
 		return nil, nil, false
 	}
-	n := v.LengthInt()
-	items := make([]eachItem, 0, n)
-	seen := make(map[string]bool, n)
-	for it := v.ElementIterator(); it.Next(); { // a list's or tuple's: no sorting
-		_, ev := it.Element()
-		if !ev.Type().Equals(cty.String) || ev.IsNull() || !ev.IsKnown() || ev.IsMarked() {
-			return nil, nil, false
+	if t := v.Type(); !(t.IsListType() || t.IsTupleType() || flat && t.IsSetType()) {
+		return nil, nil, false
+	}
+	var items []eachItem
+	seen := make(map[string]bool)
+	// add adds c's strings, and with flat those of the lists, tuples and
+	// sets in it, as flatten would give them; it is false for anything
+	// else (a null, unknown or marked element, a number, a map).
+	var add func(c cty.Value) bool
+	add = func(c cty.Value) bool {
+		for it := c.ElementIterator(); it.Next(); {
+			_, ev := it.Element()
+			if !ev.IsKnown() || ev.IsNull() || ev.IsMarked() {
+				return false
+			}
+			switch t := ev.Type(); {
+			case t.Equals(cty.String):
+				if k := ev.AsString(); !seen[k] {
+					seen[k] = true
+					items = append(items, eachItem{key: k, value: ev})
+				}
+			case flat && (t.IsListType() || t.IsTupleType() || t.IsSetType()):
+				if !add(ev) {
+					return false
+				}
+			default:
+				return false
+			}
 		}
-		if k := ev.AsString(); !seen[k] {
-			seen[k] = true
-			items = append(items, eachItem{key: k, value: ev})
-		}
+		return true
+	}
+	if !add(v) {
+		return nil, nil, false
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
 	if testHookTosetShortcut != nil {
