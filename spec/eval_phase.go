@@ -126,8 +126,7 @@ func toSetOfStrings(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.
 	if t := v.Type(); !(t.IsListType() || t.IsTupleType() || flat && t.IsSetType()) {
 		return nil, nil, false
 	}
-	var items []eachItem
-	seen := make(map[string]bool)
+	items := make([]eachItem, 0, v.LengthInt())
 	// add adds c's strings, and with flat those of the lists, tuples and
 	// sets in it, as flatten would give them; it is false for anything
 	// else (a null, unknown or marked element, a number, a map).
@@ -140,10 +139,7 @@ func toSetOfStrings(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.
 			}
 			switch t := ev.Type(); {
 			case t.Equals(cty.String):
-				if k := ev.AsString(); !seen[k] {
-					seen[k] = true
-					items = append(items, eachItem{key: k, value: ev})
-				}
+				items = append(items, eachItem{key: ev.AsString(), value: ev})
 			case flat && (t.IsListType() || t.IsTupleType() || t.IsSetType()):
 				if !add(ev) {
 					return false
@@ -157,7 +153,9 @@ func toSetOfStrings(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.
 	if !add(v) {
 		return nil, nil, false
 	}
-	sort.Slice(items, func(i, j int) bool { return items[i].key < items[j].key })
+	// Sorted, each string once (toset's duplicates are neighbours now).
+	slices.SortFunc(items, func(a, b eachItem) int { return strings.Compare(a.key, b.key) })
+	items = slices.CompactFunc(items, func(a, b eachItem) bool { return a.key == b.key })
 	if testHookTosetShortcut != nil {
 		testHookTosetShortcut()
 	}

@@ -86,10 +86,12 @@ func tupleOf(vals []cty.Value) cty.Value {
 	return cty.TupleVal(vals)
 }
 
-// quick holds the for variables in scope, innermost last.
+// quick holds the for variables in scope, innermost last, and the
+// collections of nested for expressions that name none of them.
 type quick struct {
-	ctx  *hcl.EvalContext
-	vars []qvar
+	ctx   *hcl.EvalContext
+	vars  []qvar
+	colls map[hclsyntax.Expression][]qv
 }
 
 type qvar struct {
@@ -503,6 +505,12 @@ func (q *quick) forExpr(e *hclsyntax.ForExpr) (qv, bool) {
 		if q.usesVars(coll) {
 			return qv{}, false
 		}
+		// A collection that names no for variable is the same every time
+		// (range(1000) inside a for over 100 values): made once.
+		if c, ok := q.colls[coll]; ok {
+			elems = c
+			break
+		}
 		v, diags := coll.Value(q.ctx)
 		if len(diags) > 0 || !v.IsKnown() || v.IsNull() || v.IsMarked() || !v.CanIterateElements() {
 			return qv{}, false
@@ -515,6 +523,12 @@ func (q *quick) forExpr(e *hclsyntax.ForExpr) (qv, bool) {
 				return qv{}, false
 			}
 			elems = append(elems, x)
+		}
+		if len(q.vars) > 0 {
+			if q.colls == nil {
+				q.colls = make(map[hclsyntax.Expression][]qv)
+			}
+			q.colls[coll] = elems
 		}
 	}
 	if e.CondExpr != nil && !q.condChecks(e) {
