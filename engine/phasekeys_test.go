@@ -184,6 +184,40 @@ func TestPhaseKeysRacy(t *testing.T) {
 	}
 }
 
+// TestPhaseKeysNoInputs: a phase without input files is not kept in the
+// memory (its key costs what its fingerprint would), and is decided
+// cached as before; one with inputs still is.
+func TestPhaseKeysNoInputs(t *testing.T) {
+	spec := phaseKeysSpec + `
+phase "c" {
+  command = "write c.txt c"
+  outputs = ["c.txt"]
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{})
+	e := s.engine(t)
+	plan, err := e.Plan(PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range plan.Decisions {
+		if d.Action != ActionCached {
+			t.Errorf("phase %s: %s %v, want cached", d.Phase, d.Action, d.Reasons)
+		}
+	}
+	if _, ok := e.phaseKeys.entries["c"]; ok {
+		t.Errorf("phase c, without input files, is in the phase-key memory")
+	}
+	if _, ok := e.phaseKeys.entries["b"]; !ok {
+		t.Errorf("phase b, with input files, is not in the phase-key memory")
+	}
+	if got := e.phaseKeys.hits.Load(); got != 1 {
+		t.Errorf("phase-key memory answered %d phases, want 1 (b)", got)
+	}
+}
+
 // TestPhaseKeysStaleEntry: a memory naming a key that the phase's
 // components do not give (which no honest file holds) is caught at the
 // miss, and the phase is decided in full.
