@@ -44,6 +44,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/cairn  # macOS laptops: the command builds there too
 
 # Every fuzz target (each func Fuzz* of the module) for FUZZTIME, one after
 # the other; prints a FIGURE T31 line per target and fails on a crasher.

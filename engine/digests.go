@@ -6,7 +6,6 @@ import (
 	"os"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
@@ -63,10 +62,7 @@ type fileStat struct {
 
 func statOf(fi fs.FileInfo) fileStat {
 	s := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ctime = st.Ctim.Sec*1e9 + st.Ctim.Nsec
-		s.ino = st.Ino
-	}
+	s.ctime, s.ino = sysCtimeIno(fi.Sys())
 	return s
 }
 

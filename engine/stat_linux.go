@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -82,4 +83,13 @@ func fstatat(dirfd int, name, abs string, flags int) (fileStat, error) {
 		ino:   st.Ino,
 		mode:  mode,
 	}, nil
+}
+
+// sysCtimeIno reads the ctime (ns) and inode number from a FileInfo's
+// Sys(); zero where the system gives none.
+func sysCtimeIno(sys any) (ctime int64, ino uint64) {
+	if st, ok := sys.(*syscall.Stat_t); ok {
+		return st.Ctim.Sec*1e9 + st.Ctim.Nsec, st.Ino
+	}
+	return 0, 0
 }
