@@ -218,6 +218,83 @@ phase "c" {
 	}
 }
 
+// TestPhaseKeysNoInputsAsFull: phases without input files (one reading
+// an upstream output, one with cache = false, one forced, one changed
+// since its run) are decided, and explained by why, exactly as without
+// the memory, also when the memory holds entries for them that an older
+// run recorded (here: another phase's key, which has a cached entry).
+func TestPhaseKeysNoInputsAsFull(t *testing.T) {
+	spec := phaseKeysSpec + `
+phase "c" {
+  command = "cp ${phase.b.outputs[0]} c.txt"
+  outputs = ["c.txt"]
+}
+phase "d" {
+  command = "write d.txt d"
+  outputs = ["d.txt"]
+  cache   = false
+}
+phase "e" {
+  command = "write e.txt e"
+  outputs = ["e.txt"]
+}
+phase "f" {
+  command = "write f.txt f"
+  outputs = ["f.txt"]
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
+	s.run(t, RunOptions{})
+	changed := strings.Replace(spec, "write f.txt f", "write f.txt g", 1)
+	if err := os.WriteFile(filepath.Join(s.dir, "experiment.hcl"), []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := PlanOptions{Gates: Gates{Force: []string{"e"}}}
+	mem := s.engine(t)
+	b, ok := mem.phaseKeys.entries["b"]
+	if !ok {
+		t.Fatal("phase b is not in the phase-key memory")
+	}
+	for _, addr := range []string{"c", "d", "e", "f"} {
+		mem.phaseKeys.entries[addr] = phaseKey{fp: [32]byte{9}, key: b.key} // a key with an entry, not theirs
+	}
+	plan, err := mem.Plan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := s.engine(t)
+	full.phaseKeys = nil
+	want, err := full.Plan(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmpOpts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry"), cmpopts.EquateEmpty()}
+	if diff := cmp.Diff(want, plan, cmpOpts); diff != "" {
+		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
+	}
+	actions := map[string]Action{}
+	for _, d := range plan.Decisions {
+		actions[d.Phase] = d.Action
+	}
+	if diff := cmp.Diff(map[string]Action{"a": ActionCached, "b": ActionCached, "c": ActionCached, "d": ActionRun, "e": ActionRun, "f": ActionRun}, actions); diff != "" {
+		t.Errorf("actions (-want +got):\n%s", diff)
+	}
+	whyMem, err := s.engine(t).Why([]string{"c", "d", "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	noMem := s.engine(t)
+	noMem.phaseKeys = nil
+	whyFull, err := noMem.Why([]string{"c", "d", "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(whyFull, whyMem); diff != "" {
+		t.Errorf("why with the phase-key memory (-full +memory):\n%s", diff)
+	}
+}
+
 // TestPhaseKeysStaleEntry: a memory naming a key that the phase's
 // components do not give (which no honest file holds) is caught at the
 // miss, and the phase is decided in full.

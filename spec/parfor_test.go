@@ -244,6 +244,16 @@ func TestQuickFor(t *testing.T) {
 		{`[for i in range(12) : format("%d%", i)]`, false, false},
 		{`[for i in range(12) : format("%s %s", i)]`, false, false},
 		{`[for e in ["a\u0301", "b", "c", "d", "e", "f", "g", "h"] : "${e}\u0301x"]`, true, true},
+		// A nested for's collection, made once when it names no for
+		// variable in scope: naming one inside a for of its own, hiding
+		// one behind a for variable of the same name, at two depths.
+		{`[for a in ["p", "q", "r", "s", "t", "u", "v", "w"] : [for b in concat([for c in ["x", "y"] : "${c}${a}"]) : "${a}${b}"]]`, false, false},
+		{`[for a in ["p", "q", "r", "s", "t", "u", "v", "w"] : [for b in concat([for a in ["x", "y"] : a]) : "${a}${b}"]]`, true, true},
+		{`[for a in ["p", "q", "r", "s", "t", "u", "v", "w"] : [for b in ["x", "y"] : [for c in ["x", "y"] : "${a}${b}${c}"]]]`, true, true},
+		{`[for a in ["p", "q", "r", "s", "t", "u", "v", "w"] : [for b in ["x", "y"] : [for c in split(",", "${b},${a}") : c]]]`, false, false},
+		{`[for a in range(8) : [for b in ["x", "y", "z"] : "${a}${b}" if a % 2 == 0 || b != "x"]]`, true, true},
+		{`[for a in range(8) : [for b in ["x", "y"] : a == 5 ? nope(b) : b]]`, false, false},
+		{`[for a in range(8) : [for b in [for c in range(3) : "c${c}"] : [for d in var.nums : "${a}${b}${d}" if d < 2]]]`, true, true},
 	} {
 		for _, procs := range []int{1, 3} {
 			func() {
