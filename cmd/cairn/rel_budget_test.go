@@ -12,7 +12,9 @@ import (
 )
 
 // budgetSpec: phases that spend through $CAIRN_REPORT in a loop, one
-// unit every 5 ms, and note when they cross their budget; one that sleeps
+// unit every 5 ms, and note when they cross their budget (just before the
+// report line that crosses it, so that the note is whole before cairn can
+// see that line and stop the phase); one that sleeps
 // past its timeout; one that writes a flood of report lines and exits.
 const budgetSpec = `
 phase "iters" {
@@ -20,8 +22,8 @@ phase "iters" {
     i=0
     while :; do
       i=$((i+1))
-      echo '{"iterations": 1}' >> "$CAIRN_REPORT"
       [ $i -eq 21 ] && date +%s%N > crossed.iters
+      echo '{"iterations": 1}' >> "$CAIRN_REPORT"
       sleep 0.005
     done
   SH
@@ -36,8 +38,8 @@ phase "cost" {
     i=0
     while :; do
       i=$((i+1))
-      echo '{"cost": 0.5}' >> "$CAIRN_REPORT"
       [ $i -eq 21 ] && date +%s%N > crossed.cost
+      echo '{"cost": 0.5}' >> "$CAIRN_REPORT"
       sleep 0.005
     done
   SH
