@@ -141,7 +141,8 @@ func MemoPath(stateDir, specPath string) string {
 // LoadFileMemo is LoadFile through the memo at memoPath: a memo whose
 // every dependency is unchanged gives the model without parsing; else the
 // spec is loaded and, when that succeeds cleanly, the memo is rewritten if
-// its directory exists. hit says which way it went.
+// its directory exists (or p.InitMemoDir makes it). hit says which way it
+// went.
 func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Spec, diags hcl.Diagnostics, hit bool) {
 	src, dir, key, err := memoKeyOf(path, opts)
 	switch {
@@ -162,7 +163,11 @@ func (p *Parser) LoadFileMemo(path string, opts Options, memoPath string) (s *Sp
 	opts.each = each
 	s, diags = p.LoadBytes(path, src, dir, opts)
 	if s != nil && len(diags) == 0 && len(s.SensitiveVars) == 0 {
-		if _, err := os.Stat(filepath.Dir(memoPath)); err == nil {
+		_, err := os.Stat(filepath.Dir(memoPath))
+		if err != nil && p.InitMemoDir != nil {
+			err = p.InitMemoDir()
+		}
+		if err == nil {
 			_ = writeMemo(memoPath, key, log, s)
 			_ = each.write()
 		}

@@ -300,3 +300,50 @@ func TestMemoKeyIs(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoInitMemoDir: without a state directory the memo is written only
+// if the parser's InitMemoDir makes one, and only for a spec that loaded
+// cleanly; the next load is then a hit.
+func TestMemoInitMemoDir(t *testing.T) {
+	const good = "phase \"a\" {\n  command = \"echo a > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
+	tests := []struct {
+		name    string
+		src     string
+		init    bool
+		wantHit bool // the second load
+	}{
+		{"no InitMemoDir: no memo", good, false, false},
+		{"InitMemoDir: memo written", good, true, true},
+		{"InitMemoDir, spec with errors: nothing made", "phase \"a\" {\n  command = nope\n}\n", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "experiment.hcl")
+			if err := os.WriteFile(path, []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			state := filepath.Join(dir, ".cairn")
+			memo := MemoPath(state, path)
+			inits := 0
+			load := func() bool {
+				p := NewParser()
+				if tt.init {
+					p.InitMemoDir = func() error { inits++; return os.Mkdir(state, 0o755) }
+				}
+				_, _, hit := p.LoadFileMemo(path, Options{}, memo)
+				return hit
+			}
+			if load() {
+				t.Fatal("first load hit a memo")
+			}
+			if hit := load(); hit != tt.wantHit {
+				t.Errorf("second load hit %v, want %v", hit, tt.wantHit)
+			}
+			_, err := os.Stat(state)
+			if made := err == nil; made != tt.wantHit {
+				t.Errorf("state directory made %v, want %v (InitMemoDir called %d times)", made, tt.wantHit, inits)
+			}
+		})
+	}
+}

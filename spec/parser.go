@@ -52,6 +52,13 @@ type VarValue struct {
 // diagnostics can be rendered with source snippets.
 type Parser struct {
 	p *hclparse.Parser
+
+	// InitMemoDir, when set, makes the memo's directory if it is missing
+	// once a spec has loaded cleanly, so that LoadFileMemo writes the
+	// memo there (a command that makes the workspace's state directory
+	// anyway, as run and plan do, sets it). Unset, the memo is written
+	// only where its directory already exists.
+	InitMemoDir func() error
 }
 
 // NewParser returns a parser with no files read yet.

@@ -40,6 +40,7 @@ func newPlanCommand(g *globals) *cobra.Command {
 }
 
 func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) error {
+	g.makesState = true // Plan makes .cairn for its memories
 	_, eng, err := g.openEngine(nil)
 	if err != nil {
 		return err

@@ -93,6 +93,7 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 	// The view is closed however the run ends, so that a terminal is left
 	// with its cursor shown and no half-drawn line.
 	defer func() { view.close(res) }()
+	g.makesState = true // the run makes .cairn for its record
 	s, eng, err := g.openEngine(view)
 	if err != nil {
 		return err

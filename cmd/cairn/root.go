@@ -66,6 +66,12 @@ type globals struct {
 	// is set up (see earlyMemories); nil if no guess was made.
 	early *earlyRead
 
+	// makesState is set by commands that make the workspace's state
+	// directory anyway (run, resume, plan): loading the spec in a fresh
+	// workspace then makes it too, so that the spec's memo is written by
+	// the first run, not the second.
+	makesState bool
+
 	// caches are the caches the command opened, closed when it ends
 	// (closing a cache ends its pack of entries: cache.Dir.Close).
 	cachesMu sync.Mutex
@@ -304,6 +310,10 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 	// is loaded: only a failed load needs its files, for the message. The
 	// memo is written only where the state directory already exists.
 	parser := spec.NewParser()
+	if g.makesState {
+		ws := &engine.Workspace{Root: filepath.Dir(g.File)}
+		parser.InitMemoDir = ws.Init
+	}
 	s, diags, _ := parser.LoadFileMemo(g.File, opts, specMemoPath(g.File))
 	if diags.HasErrors() {
 		return nil, &diagError{diags: diags, files: parser.Files()}
