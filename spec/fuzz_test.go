@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		"phase \"a\" { command = [\"sh\", \"-c\", \"true\"]\n depends_on = [phase.a] }",
 		"variable \"m\" {\n type = set(string)\n default = [\"x\", \"y\"]\n validation {\n condition = length(var.m) > 0\n error_message = \"empty\"\n }\n}\npool \"api\" { size = 1 }\nphase \"h\" {\n for_each = var.m\n command = \"echo ${each.value} > h-${each.key}\"\n outputs = { o = \"h-${each.key}\" }\n resources = { api = 1 }\n}\nphase \"e\" {\n for_each = phase.h\n command = \"cat ${each.value.outputs.o}\"\n}\n",
 		"experiment \"e\" {\n budget { max_cost = 2 }\n}\nphase \"a\" {\n command = \"echo ${env(\"X\")}\"\n budget {\n timeout = \"1m\"\n retries = 1\n max_cost = 0.5\n max_iterations = 3\n }\n}\n",
+		"phase \"a\" {\n command = \"echo ${1e-9000} 2.5E+99999\"\n params = { lr = 1e-80000, s = \"1e-80000\" }\n}\n",
 		"variable \"t\" {\n sensitive = true\n default = \"abc\"\n}\nphase \"a\" { command = \"echo ${var.t} ${phase.b[\"k\"].outputs.x}\" }\nphase \"b\" {\n for_each = { k = 1 }\n command = \"true\"\n outputs = { x = \"x-${each.key}\" }\n}\n",
 	} {
 		f.Add([]byte(seed))

@@ -119,6 +119,11 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 	if f := p.p.Files()[filename]; f != nil {
 		return f, nil
 	}
+	if diags := checkNumberLiterals(src, filename, hcl.InitialPos); diags.HasErrors() {
+		// The file, unparsed, still gives the messages their snippets.
+		p.p.AddFile(filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+		return nil, diags
+	}
 	f, diags := parseSplit(src, filename)
 	p.p.AddFile(filename, f)
 	return f, diags
@@ -127,6 +132,12 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 // loadVarFile reads a -var-file: HCL attributes, one per variable, whose
 // values are constants.
 func (p *Parser) loadVarFile(path string) ([]VarValue, hcl.Diagnostics) {
+	if src, err := os.ReadFile(path); err == nil {
+		if diags := checkNumberLiterals(src, path, hcl.InitialPos); diags.HasErrors() {
+			p.p.AddFile(path, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+			return nil, diags
+		}
+	}
 	f, diags := p.p.ParseHCLFile(path)
 	if diags.HasErrors() {
 		if f == nil {

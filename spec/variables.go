@@ -239,6 +239,13 @@ func parseVarValue(v *variable, raw, source string) (cty.Value, hcl.Diagnostics)
 	if want == cty.DynamicPseudoType || want == cty.String {
 		return cty.StringVal(raw), nil
 	}
+	if d := checkNumberLiterals([]byte(raw), source, hcl.InitialPos); d.HasErrors() {
+		return cty.DynamicVal, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid value for variable",
+			Detail:   fmt.Sprintf("%s: %s", source, d[0].Detail),
+		}}
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), source, hcl.InitialPos)
 	if diags.HasErrors() {
 		return cty.DynamicVal, hcl.Diagnostics{{

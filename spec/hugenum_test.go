@@ -1,0 +1,72 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestHugeExponent: a number literal whose exponent is beyond ±4096 is
+// an error at its file:line:col, given at once (HCL took 5 s to read
+// 1e-80000); one in a string, a comment or a heredoc is no number, and
+// numbers up to the bound load as before.
+func TestHugeExponent(t *testing.T) {
+	tests := []struct {
+		name    string
+		params  string
+		wantErr string // "" when the spec loads
+	}{
+		{"negative exponent", `{ lr = 1e-80000 }`, "spec.hcl:4:20: Number out of range"},
+		{"positive exponent, capital E", `{ n = 2.5E+9999999 }`, "spec.hcl:4:19: Number out of range"},
+		{"inside an interpolation", `{ s = "x${1e-90000}" }`, "spec.hcl:4:23: Number out of range"},
+		{"in a string", `{ s = "1e-80000" }`, ""},
+		{"at the bound", `{ a = 1e4096, b = 1e-4096, c = 0.5e-05 }`, ""},
+		{"ordinary", `{ lr = 3e-4, n = 10 }`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "# 1e-999999 in a comment is no number\nphase \"a\" {\n  command = \"echo a > a.txt\"\n  params  = " + tt.params + "\n  outputs = [\"a.txt\"]\n}\n"
+			began := time.Now()
+			s, diags := NewParser().LoadBytes("spec.hcl", []byte(src), t.TempDir(), Options{})
+			if took := time.Since(began); took > 2*time.Second {
+				t.Errorf("took %s", took)
+			}
+			var got string
+			if diags.HasErrors() {
+				d := diags[0]
+				got = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
+			}
+			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+				t.Errorf("first error (-want +got):\n%s\n%v", diff, diags)
+			}
+			if tt.wantErr == "" && s == nil {
+				t.Errorf("no spec")
+			}
+		})
+	}
+}
+
+// TestHugeExponentVars: the same bound for -var values and -var-file
+// numbers.
+func TestHugeExponentVars(t *testing.T) {
+	dir := t.TempDir()
+	vf := filepath.Join(dir, "big.vars")
+	if err := os.WriteFile(vf, []byte("lr = 1e-70000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := []byte("variable \"lr\" {\n  type = number\n  default = 0.1\n}\nphase \"a\" {\n  command = \"echo ${var.lr} > a.txt\"\n  outputs = [\"a.txt\"]\n}\n")
+	for _, opts := range []Options{
+		{Vars: []VarValue{{Name: "lr", Value: "1e-70000"}}},
+		{VarFiles: []string{vf}},
+	} {
+		_, diags := NewParser().LoadBytes("spec.hcl", src, dir, opts)
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), "beyond ±4096") {
+			t.Errorf("%+v: %v, want the exponent refused", opts, diags)
+		}
+	}
+}
