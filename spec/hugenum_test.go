@@ -70,3 +70,37 @@ func TestHugeExponentVars(t *testing.T) {
 		}
 	}
 }
+
+// TestParserReuse: a Parser loading the same file name again parses new
+// bytes, and gives the errors of a file that had errors every time (it
+// kept the first bytes, and an erroneous file as if clean).
+func TestParserReuse(t *testing.T) {
+	const good1 = "phase \"a\" {\n  command = \"echo 1 > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
+	const good2 = "phase \"b\" {\n  command = \"echo 2 > b.txt\"\n  outputs = [\"b.txt\"]\n}\n"
+	const bad = "phase \"a\" {\n  command = \n}\n"
+	const huge = "phase \"a\" {\n  command = \"x\"\n  params = { lr = 1e-90000 }\n}\n"
+	p := NewParser()
+	dir := t.TempDir()
+	for i, step := range []struct {
+		src     string
+		wantErr bool
+		phase   string
+	}{
+		{good1, false, "a"},
+		{good1, false, "a"},
+		{good2, false, "b"},
+		{bad, true, ""},
+		{bad, true, ""},
+		{huge, true, ""},
+		{huge, true, ""},
+		{good1, false, "a"},
+	} {
+		s, diags := p.LoadBytes("experiment.hcl", []byte(step.src), dir, Options{})
+		if diags.HasErrors() != step.wantErr {
+			t.Fatalf("step %d: errors %v, want %v: %v", i, diags.HasErrors(), step.wantErr, diags)
+		}
+		if step.phase != "" && (s == nil || s.Phase(step.phase) == nil) {
+			t.Fatalf("step %d: no phase %s in the spec", i, step.phase)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"sort"
 
 	"crypto/sha256"
@@ -52,6 +53,9 @@ type VarValue struct {
 // diagnostics can be rendered with source snippets.
 type Parser struct {
 	p *hclparse.Parser
+	// parsed holds the files parsed without errors, by name: one loaded
+	// again with the same bytes is not parsed again.
+	parsed map[string]*hcl.File
 
 	// InitMemoDir, when set, makes the memo's directory if it is missing
 	// once a spec has loaded cleanly, so that LoadFileMemo writes the
@@ -113,10 +117,11 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 }
 
 // parseHCL parses src as the spec file filename, as hclparse's ParseHCL
-// does (a file parsed already is not parsed again), large ones on every
-// core (parseSplit).
+// does, large ones on every core (parseSplit). A file parsed cleanly
+// before, with the same bytes, is not parsed again; one that had errors,
+// or whose bytes changed, is.
 func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	if f := p.p.Files()[filename]; f != nil {
+	if f := p.parsed[filename]; f != nil && bytes.Equal(f.Bytes, src) {
 		return f, nil
 	}
 	if diags := checkNumberLiterals(src, filename, hcl.InitialPos); diags.HasErrors() {
@@ -125,7 +130,13 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 		return nil, diags
 	}
 	f, diags := parseSplit(src, filename)
-	p.p.AddFile(filename, f)
+	p.p.AddFile(filename, f) // for the messages' snippets
+	if !diags.HasErrors() {
+		if p.parsed == nil {
+			p.parsed = map[string]*hcl.File{}
+		}
+		p.parsed[filename] = f
+	}
 	return f, diags
 }
 
