@@ -57,46 +57,20 @@ func TestForEachTosetShortcut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			spec := func(forEach string) []byte {
-				return fmt.Appendf(nil, `variable "names" {
-  default = ["n2", "n1", "n2"]
-}
-
-variable "none" {
-  type    = list(number)
-  default = []
-}
-
-variable "m" {
-  default = { k = "v" }
-}
-
-variable "nested" {
-  type    = list(list(string))
-  default = [["b", "a"], [], ["a", "c"]]
-}
-
-phase "cell" {
-  for_each = %s
-  command  = "echo ${each.value} > out/${each.key}"
-  outputs  = { o = "out/${each.key}" }
-}
-`, forEach)
-			}
 			shortcuts := 0
 			testHookTosetShortcut = func() { shortcuts++ }
-			got, gotDiags := load(t, "toset.hcl", spec("toset("+tt.x+")"), Options{})
+			got, gotDiags := load(t, "toset.hcl", tosetSpec("toset("+tt.x+")"), Options{})
 			testHookTosetShortcut = nil
 			if took := shortcuts > 0; took != tt.short {
 				t.Errorf("toSetOfStrings took toset(%s): %v, want %v", tt.x, took, tt.short)
 			}
-			want, wantDiags := load(t, "tolist.hcl", spec("tolist(toset("+tt.x+"))"), Options{})
+			want, wantDiags := load(t, "tolist.hcl", tosetSpec("tolist(toset("+tt.x+"))"), Options{})
 			// (toset(X)) is toset(X) as HCL evaluates it: the shortcut
 			// only takes a call of toset itself. Its diagnostics are
 			// the user's, but for their column.
 			exactHook := 0
 			testHookTosetShortcut = func() { exactHook++ }
-			exact, exactDiags := load(t, "exact.hcl", spec("(toset("+tt.x+"))"), Options{})
+			exact, exactDiags := load(t, "exact.hcl", tosetSpec("(toset("+tt.x+"))"), Options{})
 			testHookTosetShortcut = nil
 			if exactHook > 0 {
 				t.Fatalf("toSetOfStrings took (toset(%s))", tt.x)
@@ -163,28 +137,6 @@ func TestForEachTosetRandom(t *testing.T) {
 		}
 		return list
 	}
-	spec := func(forEach string) []byte {
-		return fmt.Appendf(nil, `variable "names" {
-  default = ["n2", "n1", "n2"]
-}
-
-variable "none" {
-  type    = list(number)
-  default = []
-}
-
-variable "nested" {
-  type    = list(list(string))
-  default = [["b", "a"], [], ["a", "c"]]
-}
-
-phase "cell" {
-  for_each = %s
-  command  = "echo ${each.value} > out/${each.key}"
-  outputs  = { o = "out/${each.key}" }
-}
-`, forEach)
-	}
 	instances := func(s *Spec) []string {
 		var out []string
 		if s != nil {
@@ -209,8 +161,8 @@ phase "cell" {
 		if rng.IntN(3) > 0 {
 			x = "flatten(" + x + ")"
 		}
-		got, gotDiags := load(t, "toset.hcl", spec("toset("+x+")"), Options{})
-		want, wantDiags := load(t, "exact.hcl", spec("(toset("+x+"))"), Options{})
+		got, gotDiags := load(t, "toset.hcl", tosetSpec("toset("+x+")"), Options{})
+		want, wantDiags := load(t, "exact.hcl", tosetSpec("(toset("+x+"))"), Options{})
 		if diff := cmp.Diff(messages(wantDiags), messages(gotDiags)); diff != "" {
 			t.Errorf("toset(%s): diagnostics differ (-HCL +toset(X)):\n%s", x, diff)
 		}
@@ -222,4 +174,33 @@ phase "cell" {
 	if shortcuts < 100 {
 		t.Errorf("toSetOfStrings took %d of 600 random sets, want 100 or more", shortcuts)
 	}
+}
+
+// tosetSpec is the spec of the toset tests: a sweep over forEach, with
+// variables of every shape they name.
+func tosetSpec(forEach string) []byte {
+	return fmt.Appendf(nil, `variable "names" {
+  default = ["n2", "n1", "n2"]
+}
+
+variable "none" {
+  type    = list(number)
+  default = []
+}
+
+variable "m" {
+  default = { k = "v" }
+}
+
+variable "nested" {
+  type    = list(list(string))
+  default = [["b", "a"], [], ["a", "c"]]
+}
+
+phase "cell" {
+  for_each = %s
+  command  = "echo ${each.value} > out/${each.key}"
+  outputs  = { o = "out/${each.key}" }
+}
+`, forEach)
 }
