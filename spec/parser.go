@@ -143,17 +143,16 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 // loadVarFile reads a -var-file: HCL attributes, one per variable, whose
 // values are constants.
 func (p *Parser) loadVarFile(path string) ([]VarValue, hcl.Diagnostics) {
-	if src, err := os.ReadFile(path); err == nil {
-		if diags := checkNumberLiterals(src, path, hcl.InitialPos); diags.HasErrors() {
-			p.p.AddFile(path, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
-			return nil, diags
-		}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: fmt.Sprintf("-var-file %s: The configuration file %q could not be read.", path, path)}}
 	}
-	f, diags := p.p.ParseHCLFile(path)
+	if diags := checkNumberLiterals(src, path, hcl.InitialPos); diags.HasErrors() {
+		p.p.AddFile(path, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
+		return nil, diags
+	}
+	f, diags := p.p.ParseHCL(src, path)
 	if diags.HasErrors() {
-		if f == nil {
-			return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: fmt.Sprintf("-var-file %s: %s", path, diags[0].Detail)}}
-		}
 		return nil, diags
 	}
 	attrs, d := f.Body.JustAttributes()
