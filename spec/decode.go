@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"sort"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
 )
@@ -55,7 +57,7 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	}
 	sort.Strings(s.SensitiveVars)
 
-	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads, each: opts.each}
+	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads, each: opts.each, envSeen: &envNames{}}
 	locals, localDiags := evalLocals(localBlocks, base)
 	diags = append(diags, localDiags...)
 
@@ -82,7 +84,59 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 
 	phaseDiags := decodePhases(s, phaseBlocks, scope)
 	diags = append(diags, phaseDiags...)
+	diags = append(diags, checkSecretsRead(s, phaseBlocks, base.envSeen)...)
 	return dropFollowOn(diags)
+}
+
+// checkSecretsRead refuses a spec whose expressions read with env() a
+// variable that a phase declares in secret_env: the value would be in the
+// evaluated spec, so in phase keys (stored in clear in cache entries), in
+// the cache and in the spec memo. One error per phase block.
+func checkSecretsRead(s *Spec, blocks []*hcl.Block, seen *envNames) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	done := map[string]bool{}
+	for _, p := range s.Phases {
+		if done[p.Block] {
+			continue
+		}
+		var read []string
+		for _, n := range p.SecretEnv {
+			if seen.has(n) {
+				read = append(read, n)
+			}
+		}
+		if len(read) == 0 {
+			continue
+		}
+		done[p.Block] = true
+		subject := p.DeclRange
+		for _, b := range blocks {
+			if body, ok := b.Body.(*hclsyntax.Body); ok && b.Labels[0] == p.Block && body.Attributes["secret_env"] != nil {
+				subject = body.Attributes["secret_env"].Expr.Range()
+				break
+			}
+		}
+		what, use := read[0], "$"+read[0]
+		if len(read) > 1 {
+			what, use = strings.Join(read, ", "), "$"+strings.Join(read, ", $")
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Secret read into the spec",
+			Detail: fmt.Sprintf("Phase %q declares %s in secret_env, and the spec reads %s with env(): the value would enter phase keys, the cache and .cairn. "+
+				"Use %s in the command instead (secret_env passes it to the command's environment), or, if it is no secret, drop it from secret_env.",
+				p.Block, what, pronoun(len(read)), use),
+			Subject: subject.Ptr(),
+		})
+	}
+	return diags
+}
+
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // scope holds the values phases and settings are evaluated against.
@@ -100,6 +154,8 @@ type scope struct {
 	reads *readLog
 	// each, when not nil, is the for_each memo of this load.
 	each *eachMemo
+	// envSeen records the names env() looked up, in any scope.
+	envSeen *envNames
 
 	// fns is the function table of fnsOwner's contexts (file() and env()
 	// are bound to it), and varObj and localObj their var and local

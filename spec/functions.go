@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"unicode/utf8"
 
 	ctyyaml "github.com/zclconf/go-cty-yaml"
@@ -48,6 +49,7 @@ func (sc *scope) envFunc() function.Function {
 		Type:   function.StaticReturnType(cty.String),
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 			name := args[0].AsString()
+			sc.envSeen.add(name)
 			v, ok := "", false
 			if sc.lookupEnv != nil {
 				v, ok = sc.lookupEnv(name)
@@ -65,6 +67,36 @@ func (sc *scope) envFunc() function.Function {
 			return cty.StringVal(v), nil
 		},
 	})
+}
+
+// envNames is the set of names env() looked up anywhere in a spec
+// (variables' defaults, locals, settings, phases), so that a name a phase
+// also declares in secret_env can be refused: its value would enter phase
+// keys, the cache and the spec memo.
+type envNames struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (e *envNames) add(name string) {
+	if e == nil {
+		return
+	}
+	e.mu.Lock()
+	if e.names == nil {
+		e.names = map[string]bool{}
+	}
+	e.names[name] = true
+	e.mu.Unlock()
+}
+
+func (e *envNames) has(name string) bool {
+	if e == nil {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.names[name]
 }
 
 // functions returns the functions available in spec expressions: the
