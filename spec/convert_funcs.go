@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"fmt"
+
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
@@ -16,6 +18,9 @@ func makeToFunc(kind string) function.Function {
 			if t, ok := uniformTarget(kind, got); ok {
 				return t, nil
 			}
+			if err := hugeNumberString(kind, args[0]); err != nil {
+				return cty.NilType, function.NewArgError(0, err)
+			}
 			want := targetType(kind)
 			if conv := convert.GetConversionUnsafe(got, want); conv == nil {
 				return cty.NilType, function.NewArgErrorf(0, "cannot convert %s to %s", got.FriendlyName(), kind)
@@ -27,9 +32,26 @@ func makeToFunc(kind string) function.Function {
 			return v.Type(), nil
 		},
 		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
+			if err := hugeNumberString(kind, args[0]); err != nil {
+				return cty.NilVal, function.NewArgError(0, err)
+			}
 			return convert.Convert(args[0], retType)
 		},
 	})
+}
+
+// hugeNumberString refuses tonumber of a string whose exponent is beyond
+// ±maxExponent, as number literals are: cty reads it into a 512-bit
+// big.Float and writes it back out digit by digit, which took 2 s for
+// tonumber("1e-80000") and grows with the square of the exponent.
+func hugeNumberString(kind string, v cty.Value) error {
+	if kind != "number" || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
+		return nil
+	}
+	if s := v.AsString(); exponentBeyond([]byte(s)) {
+		return fmt.Errorf("the exponent of %q is beyond ±%d: cairn does not read numbers this large or this small", s, maxExponent)
+	}
+	return nil
 }
 
 // uniformTarget gives the result type of tolist or toset over a tuple or

@@ -27,6 +27,8 @@ func TestHugeExponent(t *testing.T) {
 		{"in a string", `{ s = "1e-80000" }`, ""},
 		{"at the bound", `{ a = 1e4096, b = 1e-4096, c = 0.5e-05 }`, ""},
 		{"ordinary", `{ lr = 3e-4, n = 10 }`, ""},
+		{"tonumber of a string", `{ lr = tonumber("1e-80000") }`, "spec.hcl:4:30: Invalid function argument"},
+		{"tonumber at the bound", `{ lr = tonumber("1e-4096"), n = tonumber("12") }`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
