@@ -43,12 +43,7 @@ func (w *Workspace) Runs() ([]*RunState, error) {
 		w.settle(st)
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Started.Equal(out[j].Started) {
-			return out[i].Started.Before(out[j].Started)
-		}
-		return out[i].RunID < out[j].RunID
-	})
+	sortRuns(out)
 	return out, nil
 }
 
@@ -138,34 +133,151 @@ func (w *Workspace) FindRun(id string) (*RunState, error) {
 	if err := w.damagedRecord(id); err != nil {
 		return nil, err
 	}
-	runs, err := w.Runs()
+	if id == "" {
+		var latest *RunState
+		err := w.RunsNewestFirst(func(st *RunState) bool {
+			latest = st
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if latest == nil {
+			return nil, ErrNoRuns
+		}
+		return latest, nil
+	}
+	// Only the records whose id id names are read: a workspace of
+	// hundreds of runs of a large sweep holds hundreds of MiB of them.
+	names, err := w.runDirs()
 	if err != nil {
 		return nil, err
 	}
-	if len(runs) == 0 {
-		if id == "" {
-			return nil, ErrNoRuns
-		}
-		return nil, &UnknownRunError{ID: id}
-	}
-	if id == "" {
-		return runs[len(runs)-1], nil
-	}
 	var match []*RunState
-	ids := make([]string, len(runs))
-	for i, r := range runs {
-		ids[i] = r.RunID
-		if r.RunID == id {
-			return r, nil
+	var ids []string
+	for _, n := range names {
+		if n != id && !strings.HasPrefix(n, id) {
+			if _, err := os.Lstat(w.StatePath(n)); err == nil {
+				ids = append(ids, n)
+			}
+			continue
 		}
-		if strings.HasPrefix(r.RunID, id) {
-			match = append(match, r)
+		st, err := ReadState(w.StatePath(n))
+		if err != nil {
+			continue
 		}
+		w.settle(st)
+		if n == id {
+			return st, nil
+		}
+		ids = append(ids, n)
+		match = append(match, st)
 	}
 	if len(match) == 1 {
 		return match[0], nil
 	}
+	if len(ids) == 0 {
+		return nil, &UnknownRunError{ID: id}
+	}
 	return nil, &UnknownRunError{ID: id, Known: ids}
+}
+
+// runDirs returns the names of the run directories, sorted.
+func (w *Workspace) runDirs() ([]string, error) {
+	ents, err := os.ReadDir(w.RunsDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ent := range ents {
+		if ent.IsDir() {
+			names = append(names, ent.Name())
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// runIDSecond is the length of a run id's start time to the second
+// (YYYYMMDD-HHMMSS, UTC): ids sort by it.
+const runIDSecond = len("20060102-150405")
+
+// secondOf returns the start second of run id n, or false if n is not a
+// run id cairn made.
+func secondOf(n string) (string, bool) {
+	if len(n) <= runIDSecond || n[runIDSecond] != '-' || n[8] != '-' {
+		return "", false
+	}
+	for i := 0; i < runIDSecond; i++ {
+		if c := n[i]; i != 8 && (c < '0' || c > '9') {
+			return "", false
+		}
+	}
+	return n[:runIDSecond], true
+}
+
+// RunsNewestFirst calls yield with the workspace's readable run records,
+// newest first (the order of Runs, reversed), until yield returns false.
+// It reads records only as it reaches them: a run id starts with its
+// start second, so a group of ids of one second is read, ordered by start
+// time, and yielded before an older one is opened. A workspace holding a
+// directory whose name is no run id is read whole, as Runs does.
+func (w *Workspace) RunsNewestFirst(yield func(*RunState) bool) error {
+	names, err := w.runDirs()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if _, ok := secondOf(n); !ok {
+			runs, err := w.Runs()
+			if err != nil {
+				return err
+			}
+			for i := len(runs) - 1; i >= 0; i-- {
+				if !yield(runs[i]) {
+					return nil
+				}
+			}
+			return nil
+		}
+	}
+	for end := len(names); end > 0; {
+		sec, _ := secondOf(names[end-1])
+		start := end - 1
+		for start > 0 && strings.HasPrefix(names[start-1], sec) {
+			start--
+		}
+		var group []*RunState
+		for _, n := range names[start:end] {
+			st, err := ReadState(w.StatePath(n))
+			if err != nil {
+				continue
+			}
+			w.settle(st)
+			group = append(group, st)
+		}
+		sortRuns(group)
+		for i := len(group) - 1; i >= 0; i-- {
+			if !yield(group[i]) {
+				return nil
+			}
+		}
+		end = start
+	}
+	return nil
+}
+
+// sortRuns sorts run records oldest first: by start time, then id.
+func sortRuns(runs []*RunState) {
+	sort.Slice(runs, func(i, j int) bool {
+		if !runs[i].Started.Equal(runs[j].Started) {
+			return runs[i].Started.Before(runs[j].Started)
+		}
+		return runs[i].RunID < runs[j].RunID
+	})
 }
 
 // damagedRecord returns the error of the record FindRun(id) would pick by

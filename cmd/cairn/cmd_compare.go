@@ -66,14 +66,18 @@ func runCompare(g *globals, opts compareOptions, args []string, out io.Writer) e
 			b, err = ws.FindRun("")
 		}
 	default:
-		runs, rerr := ws.Runs()
+		var runs []*engine.RunState // the newest two, newest first
+		rerr := ws.RunsNewestFirst(func(st *engine.RunState) bool {
+			runs = append(runs, st)
+			return len(runs) < 2
+		})
 		if rerr != nil {
 			return rerr
 		}
 		if len(runs) < 2 {
 			return errors.New("cairn compare needs two runs, and this workspace has " + plural(len(runs), "run") + "; name them: cairn compare RUN RUN")
 		}
-		a, b = runs[len(runs)-2], runs[len(runs)-1]
+		a, b = runs[1], runs[0]
 	}
 	if err != nil {
 		return err

@@ -117,15 +117,26 @@ func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*engine.RunSt
 		sortNewestFirst(out)
 		return out, nil
 	}
+	if latest {
+		var st *engine.RunState
+		err := ws.RunsNewestFirst(func(r *engine.RunState) bool {
+			st = r
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return nil, engine.ErrNoRuns
+		}
+		return []*engine.RunState{st}, nil
+	}
 	runs, err := ws.Runs()
 	if err != nil {
 		return nil, err
 	}
 	if len(runs) == 0 {
 		return nil, engine.ErrNoRuns
-	}
-	if latest {
-		return runs[len(runs)-1:], nil
 	}
 	sortNewestFirst(runs)
 	return runs, nil

@@ -143,15 +143,19 @@ func nothingToResume(ws engine.Workspace, err error) error {
 	if errors.As(err, &unknown) || errors.Is(err, engine.ErrDamagedState) {
 		return err
 	}
-	runs, _ := ws.Runs()
+	var runs []*engine.RunState // the newest ten, newest first
+	_ = ws.RunsNewestFirst(func(st *engine.RunState) bool {
+		runs = append(runs, st)
+		return len(runs) < 10
+	})
 	if len(runs) == 0 {
 		return fmt.Errorf("nothing to resume: %w; start one with cairn run", err)
 	}
 	var b strings.Builder
 	b.WriteString(err.Error())
 	b.WriteString("\nruns (cairn resume RUN picks one):")
-	for _, r := range runs[max(0, len(runs)-10):] {
-		fmt.Fprintf(&b, "\n  %s  %s", r.RunID, r.Status)
+	for i := len(runs) - 1; i >= 0; i-- {
+		fmt.Fprintf(&b, "\n  %s  %s", runs[i].RunID, runs[i].Status)
 	}
 	return errors.New(b.String())
 }
@@ -479,21 +483,25 @@ func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID 
 		}
 		st = s
 	} else {
-		runs, err := ws.Runs()
+		// The latest run in which the phase ran or was found cached,
+		// reading records newest first only until it is found.
+		var latest *engine.RunState
+		err := ws.RunsNewestFirst(func(r *engine.RunState) bool {
+			if latest == nil {
+				latest = r
+			}
+			if ps := r.Phases[phase]; ps != nil && (ps.Stdout != "" || ps.Key != "" && ps.Status != engine.StatusPending) {
+				st = r
+			}
+			return st == nil
+		})
 		if err != nil {
 			return err
 		}
-		// The latest run in which the phase ran or was found cached.
-		for i := len(runs) - 1; i >= 0 && st == nil; i-- {
-			if ps := runs[i].Phases[phase]; ps != nil && (ps.Stdout != "" || ps.Key != "" && ps.Status != engine.StatusPending) {
-				st = runs[i]
-			}
-		}
 		if st == nil {
-			if len(runs) == 0 {
+			if latest == nil {
 				return engine.ErrNoRuns
 			}
-			latest := runs[len(runs)-1]
 			if latest.Phases[phase] == nil {
 				return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(latest.Phases)}
 			}
