@@ -64,8 +64,16 @@ func (g *globals) looseSpec() *spec.Spec {
 	if _, err := os.Stat(g.File); err != nil {
 		return nil
 	}
+	opts := spec.Options{LookupEnv: os.LookupEnv}
+	// The spec's memo when it is good for these options (a 1,000-phase
+	// spec took cairn logs 0.1 s to parse for its cache settings); never
+	// written from here, so that this load without -var values cannot
+	// replace the memo a run with them made.
+	if sp := spec.LoadMemo(g.File, opts, specMemoPath(g.File)); sp != nil {
+		return sp
+	}
 	p := spec.NewParser()
-	sp, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv})
+	sp, diags := p.LoadFile(g.File, opts)
 	if diags.HasErrors() {
 		return nil
 	}

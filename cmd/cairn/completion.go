@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hashicorp/hcl/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/spec"
@@ -14,10 +15,15 @@ import (
 // from the spec named by -f; a spec that does not load completes nothing.
 func completePhases(g *globals) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		p := spec.NewParser()
-		s, diags := p.LoadFile(g.File, spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles})
-		if diags.HasErrors() {
-			return nil, cobra.ShellCompDirectiveNoFileComp
+		opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
+		// The memo when it is good (a tab press should not parse a
+		// 1,000-phase spec), never written from here.
+		s := spec.LoadMemo(g.File, opts, specMemoPath(g.File))
+		if s == nil {
+			var diags hcl.Diagnostics
+			if s, diags = spec.NewParser().LoadFile(g.File, opts); diags.HasErrors() {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
 		}
 		seen := map[string]bool{}
 		var names []string
