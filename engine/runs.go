@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,46 +27,49 @@ const heartbeatStale = 30 * time.Second
 // Runs returns the workspace's run records, oldest first. Records that
 // cannot be read are skipped.
 func (w *Workspace) Runs() ([]*RunState, error) {
-	ents, err := os.ReadDir(w.RunsDir())
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+	runs, _, err := w.RunsAndDamaged()
+	return runs, err
+}
+
+// RunsAndDamaged returns what Runs does and, in the same reading, the
+// error of every record that is damaged (ErrDamagedState), which Runs
+// skips. The records are read and decoded on every core: a workspace of
+// 128 runs of 1,000 phases holds 16 MiB of them.
+func (w *Workspace) RunsAndDamaged() ([]*RunState, []error, error) {
+	names, err := w.runDirs()
+	if err != nil || len(names) == 0 {
+		return nil, nil, err
 	}
-	if err != nil {
-		return nil, err
+	states := make([]*RunState, len(names))
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(names)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(names) {
+					return
+				}
+				states[i], errs[i] = ReadState(w.StatePath(names[i]))
+			}
+		})
 	}
+	wg.Wait()
 	var out []*RunState
-	for _, ent := range ents {
-		if !ent.IsDir() {
-			continue
-		}
-		st, err := ReadState(w.StatePath(ent.Name()))
-		if err != nil {
+	var damaged []error
+	for i, st := range states {
+		if errs[i] != nil {
+			if errors.Is(errs[i], ErrDamagedState) {
+				damaged = append(damaged, errs[i])
+			}
 			continue
 		}
 		w.settle(st)
 		out = append(out, st)
 	}
 	sortRuns(out)
-	return out, nil
-}
-
-// DamagedRuns returns the error of every run record that is damaged
-// (ErrDamagedState), which Runs skips.
-func (w *Workspace) DamagedRuns() []error {
-	ents, err := os.ReadDir(w.RunsDir())
-	if err != nil {
-		return nil
-	}
-	var errs []error
-	for _, ent := range ents {
-		if !ent.IsDir() {
-			continue
-		}
-		if _, err := ReadState(w.StatePath(ent.Name())); errors.Is(err, ErrDamagedState) {
-			errs = append(errs, err)
-		}
-	}
-	return errs
+	return out, damaged, nil
 }
 
 // settle marks a run recorded as running as interrupted when its process

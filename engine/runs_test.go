@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,9 +72,12 @@ func TestRunsNewestFirst(t *testing.T) {
 	}
 
 	want := []string{"20261127-100005-000000", "20261127-100005-ffffff", "20261127-100003-aaaaaa", "20261127-095959-bbbbbb", "20261126-235959-cccccc"}
-	runs, err := ws.Runs()
+	runs, damaged, err := ws.RunsAndDamaged()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(damaged) != 1 || !errors.Is(damaged[0], ErrDamagedState) || !strings.Contains(damaged[0].Error(), "20261127-100008-eeeeee") {
+		t.Errorf("damaged records: %v; want the one of 20261127-100008-eeeeee", damaged)
 	}
 	var fromRuns []string
 	for i := len(runs) - 1; i >= 0; i-- {

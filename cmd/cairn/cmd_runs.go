@@ -322,11 +322,11 @@ func newRunsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			runs, err := ws.Runs()
+			runs, damaged, err := ws.RunsAndDamaged()
 			if err != nil {
 				return err
 			}
-			for _, derr := range ws.DamagedRuns() {
+			for _, derr := range damaged {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\n", derr)
 			}
 			out := cmd.OutOrStdout()
