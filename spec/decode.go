@@ -274,7 +274,7 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 			p, d := evalString(a.Expr, ctx, "cache.dir")
 			diags = append(diags, d...)
 			if p != "" {
-				exp.CacheDir = absUnder(dir, expandHome(p))
+				exp.CacheDir = absUnder(dir, expandHome(p, sc.lookupEnv))
 			}
 		}
 		if a, ok := cc.Attributes["shared"]; ok {

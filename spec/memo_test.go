@@ -347,3 +347,41 @@ func TestMemoInitMemoDir(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoHome: a cache.dir under ~ depends on HOME, so a memo made with
+// one HOME is not used with another (cairn cache path, which reads the
+// memo with LoadMemo, printed the first HOME's directory).
+func TestMemoHome(t *testing.T) {
+	const src = "experiment \"e\" {\n  cache {\n    dir = \"~/c\"\n  }\n}\n\nphase \"a\" {\n  command = \"echo a > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
+	path, memo := memoFixture(t, src, nil)
+	opts := Options{LookupEnv: os.LookupEnv} // as the CLI's
+	t.Setenv("HOME", "/home/one")
+	if s, diags, _ := NewParser().LoadFileMemo(path, opts, memo); diags.HasErrors() || s.Experiment.CacheDir != "/home/one/c" {
+		t.Fatalf("first load: %v %v", s, diags)
+	}
+	t.Setenv("HOME", "/home/two")
+	tests := []struct {
+		name string
+		load func() *Spec
+	}{
+		{"LoadMemo", func() *Spec { return LoadMemo(path, opts, memo) }},
+		{"LoadFileMemo", func() *Spec {
+			s, diags, _ := NewParser().LoadFileMemo(path, opts, memo)
+			if diags.HasErrors() {
+				t.Fatal(diags.Error())
+			}
+			return s
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.load()
+			if s == nil {
+				return // a miss: the caller parses the spec
+			}
+			if diff := cmp.Diff("/home/two/c", s.Experiment.CacheDir); diff != "" {
+				t.Errorf("cache.dir after HOME changed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

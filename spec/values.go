@@ -157,13 +157,23 @@ func displayValue(v cty.Value) string {
 	return v.GoString()
 }
 
-func expandHome(p string) string {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		if home, err := os.UserHomeDir(); err == nil {
-			return filepath.Join(home, strings.TrimPrefix(p, "~"))
-		}
+// expandHome expands a leading ~ to HOME, read through lookupEnv when it
+// is set (so that the spec memo records it: a memo made with another HOME
+// is not used), else through os.UserHomeDir.
+func expandHome(p string, lookupEnv func(string) (string, bool)) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") {
+		return p
 	}
-	return p
+	home := ""
+	if lookupEnv != nil {
+		home, _ = lookupEnv("HOME")
+	} else if h, err := os.UserHomeDir(); err == nil {
+		home = h
+	}
+	if home == "" {
+		return p
+	}
+	return filepath.Join(home, strings.TrimPrefix(p, "~"))
 }
 
 func absUnder(dir, p string) string {
