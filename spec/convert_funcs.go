@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -48,10 +49,36 @@ func hugeNumberString(kind string, v cty.Value) error {
 	if kind != "number" || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
 		return nil
 	}
-	if s := v.AsString(); exponentBeyond([]byte(s)) {
+	if s := v.AsString(); exponentBeyond([]byte(s)) || binaryExponentBeyond(s) {
 		return fmt.Errorf("the exponent of %q is beyond ±%d: cairn does not read numbers this large or this small", s, maxExponent)
 	}
 	return nil
+}
+
+// maxBinaryExponent is maxExponent as a power of two: 2^13607 > 1e4096.
+const maxBinaryExponent = 13607
+
+// binaryExponentBeyond reports whether s has a binary exponent (p or P,
+// which cty's reading of a string as a number accepts, as big.ParseFloat
+// does: "1p-265000" is 2^-265000) beyond ±maxBinaryExponent, a number as
+// slow to write out as a decimal one beyond ±maxExponent.
+func binaryExponentBeyond(s string) bool {
+	i := strings.IndexAny(s, "pP")
+	if i < 0 {
+		return false
+	}
+	i++
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	n := 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		n = n*10 + int(s[i]-'0')
+		if n > maxBinaryExponent {
+			return true
+		}
+	}
+	return false
 }
 
 // uniformTarget gives the result type of tolist or toset over a tuple or

@@ -29,6 +29,9 @@ func TestHugeExponent(t *testing.T) {
 		{"ordinary", `{ lr = 3e-4, n = 10 }`, ""},
 		{"tonumber of a string", `{ lr = tonumber("1e-80000") }`, "spec.hcl:4:30: Invalid function argument"},
 		{"tonumber at the bound", `{ lr = tonumber("1e-4096"), n = tonumber("12") }`, ""},
+		{"tonumber of a binary exponent", `{ lr = tonumber("1p-265000") }`, "spec.hcl:4:30: Invalid function argument"},
+		{"tonumber of a binary exponent, capital P", `{ n = tonumber("1P+265000") }`, "spec.hcl:4:29: Invalid function argument"},
+		{"tonumber of a binary exponent at the bound", `{ a = tonumber("1p-13606"), b = tonumber("1p13606") }`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
