@@ -94,13 +94,35 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 // the cache and in the spec memo. One error per phase block.
 func checkSecretsRead(s *Spec, blocks []*hcl.Block, seen *envNames) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	done := map[string]bool{}
-	for _, p := range s.Phases {
-		if done[p.Block] {
+	for _, b := range blocks {
+		name := b.Labels[0]
+		body, ok := b.Body.(*hclsyntax.Body)
+		if !ok || body.Attributes["secret_env"] == nil {
 			continue
 		}
+		attr := body.Attributes["secret_env"]
+		secret := map[string]bool{}
+		addrs, evaluated := s.blocks[name]
+		for _, addr := range addrs {
+			if p := s.byAddr[addr]; p != nil {
+				for _, n := range p.SecretEnv {
+					secret[n] = true
+				}
+			}
+		}
+		if evaluated && len(addrs) == 0 && len(attr.Expr.Variables()) == 0 {
+			// A sweep over nothing has no instance to say what its
+			// secret_env holds; a list written out still says it.
+			if v, d := attr.Expr.Value(nil); !d.HasErrors() && v.IsWhollyKnown() && !v.IsNull() && v.CanIterateElements() {
+				for it := v.ElementIterator(); it.Next(); {
+					if _, ev := it.Element(); ev.Type() == cty.String && !ev.IsNull() {
+						secret[ev.AsString()] = true
+					}
+				}
+			}
+		}
 		var read []string
-		for _, n := range p.SecretEnv {
+		for n := range secret {
 			if seen.has(n) {
 				read = append(read, n)
 			}
@@ -108,14 +130,8 @@ func checkSecretsRead(s *Spec, blocks []*hcl.Block, seen *envNames) hcl.Diagnost
 		if len(read) == 0 {
 			continue
 		}
-		done[p.Block] = true
-		subject := p.DeclRange
-		for _, b := range blocks {
-			if body, ok := b.Body.(*hclsyntax.Body); ok && b.Labels[0] == p.Block && body.Attributes["secret_env"] != nil {
-				subject = body.Attributes["secret_env"].Expr.Range()
-				break
-			}
-		}
+		sort.Strings(read)
+		subject := attr.Expr.Range()
 		what, use := read[0], "$"+read[0]
 		if len(read) > 1 {
 			what, use = strings.Join(read, ", "), "$"+strings.Join(read, ", $")
@@ -125,7 +141,7 @@ func checkSecretsRead(s *Spec, blocks []*hcl.Block, seen *envNames) hcl.Diagnost
 			Summary:  "Secret read into the spec",
 			Detail: fmt.Sprintf("Phase %q declares %s in secret_env, and the spec reads %s with env(): the value would enter phase keys, the cache and .cairn. "+
 				"Use %s in the command instead (secret_env passes it to the command's environment), or, if it is no secret, drop it from secret_env.",
-				p.Block, what, pronoun(len(read)), use),
+				name, what, pronoun(len(read)), use),
 			Subject: subject.Ptr(),
 		})
 	}

@@ -29,3 +29,16 @@ phase "fine" {
   secret_env = ["PLAIN"]
   outputs    = ["f.txt"]
 }
+
+# A sweep over nothing still declares its secrets.
+phase "empty_sweep" {
+  for_each   = toset([])
+  command    = "echo ${each.key} > e-${each.key}.txt"
+  secret_env = ["EMPTY_SWEEP_TOKEN"] # ERROR: Secret read into the spec
+  outputs    = ["e-${each.key}.txt"]
+}
+
+phase "empty_reader" {
+  command = "echo ${env("EMPTY_SWEEP_TOKEN")} > er.txt"
+  outputs = ["er.txt"]
+}
