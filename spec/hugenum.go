@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
 )
 
 // maxExponent bounds the decimal exponent of the number literals cairn
@@ -76,4 +77,83 @@ func exponentBeyond(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxBinaryExponentOf bounds the binary exponent of the numbers a spec's
+// values may hold: 2^13607 is just past 1e4096 (maxExponent).
+const maxBinaryExponentOf = 13607
+
+// hugeNumberIn returns a number held in v (at any depth) whose exponent
+// is beyond ±maxExponent, and true; else false. Such a number comes from
+// a string ("1e-80000" + 0, jsondecode, a number variable given as text):
+// reading it is quick, but writing it out (into a command, params, the
+// plan) takes seconds to minutes, growing with the exponent's square.
+func hugeNumberIn(v cty.Value) (cty.Value, bool) {
+	if !v.IsKnown() || v.IsNull() {
+		return cty.NilVal, false
+	}
+	t := v.Type()
+	switch {
+	case t == cty.Number:
+		if e := v.AsBigFloat().MantExp(nil); e > maxBinaryExponentOf || e < -maxBinaryExponentOf {
+			return v, true
+		}
+		return cty.NilVal, false
+	case t.IsPrimitiveType() || t == cty.DynamicPseudoType:
+		return cty.NilVal, false
+	case v.CanIterateElements():
+		for it := v.ElementIterator(); it.Next(); {
+			if _, ev := it.Element(); ev.IsKnown() {
+				if n, ok := hugeNumberIn(ev); ok {
+					return n, true
+				}
+			}
+		}
+	}
+	return cty.NilVal, false
+}
+
+// typeMayHoldNumber reports whether values of type t can hold a number,
+// so that hugeNumberIn need not walk a list of 100,000 strings.
+func typeMayHoldNumber(t cty.Type) bool {
+	switch {
+	case t == cty.Number || t == cty.DynamicPseudoType:
+		return true
+	case t.IsPrimitiveType():
+		return false
+	case t.IsListType() || t.IsSetType() || t.IsMapType():
+		return typeMayHoldNumber(t.ElementType())
+	case t.IsObjectType():
+		for _, at := range t.AttributeTypes() {
+			if typeMayHoldNumber(at) {
+				return true
+			}
+		}
+		return false
+	case t.IsTupleType():
+		for _, et := range t.TupleElementTypes() {
+			if typeMayHoldNumber(et) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// hugeNumberDiag is the error for a value holding a number beyond the
+// bound, at subject; nil when v holds none.
+func hugeNumberDiag(v cty.Value, what string, subject *hcl.Range) *hcl.Diagnostic {
+	if !typeMayHoldNumber(v.Type()) {
+		return nil
+	}
+	if _, ok := hugeNumberIn(v); !ok {
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Number out of range",
+		Detail:   fmt.Sprintf("%s holds a number whose exponent is beyond ±%d: cairn does not read numbers this large or this small. Write the value as a string (in quotes) if a command needs it.", what, maxExponent),
+		Subject:  subject,
+	}
 }

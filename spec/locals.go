@@ -84,6 +84,9 @@ func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diag
 			diags = append(diags, d...)
 			if d.HasErrors() {
 				v = cty.DynamicVal
+			} else if hd := hugeNumberDiag(v, "local."+name, attrs[name].Expr.Range().Ptr()); hd != nil {
+				diags = append(diags, hd)
+				v = cty.DynamicVal
 			}
 			values[name] = v
 			done[name] = true

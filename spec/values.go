@@ -136,6 +136,11 @@ func evalStringMap(expr hcl.Expression, ctx *hcl.EvalContext, what string) (map[
 // canonicalJSON renders a value as JSON; object keys come out sorted, so
 // equal values give equal bytes.
 func canonicalJSON(v cty.Value) (string, error) {
+	if typeMayHoldNumber(v.Type()) {
+		if n, ok := hugeNumberIn(v); ok {
+			return "", fmt.Errorf("a number with exponent %d (a power of two) is beyond ±1e%d: cairn does not write numbers this large or this small; quote it to pass it as text", n.AsBigFloat().MantExp(nil), maxExponent)
+		}
+	}
 	b, err := ctyjson.Marshal(v, v.Type())
 	if err != nil {
 		return "", err

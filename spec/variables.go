@@ -172,6 +172,11 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 		if v.sensitive {
 			sensitive[name] = true
 		}
+		if hd := hugeNumberDiag(values[name], "var."+name+" ("+v.source+")", v.declared.Ptr()); hd != nil {
+			diags = append(diags, hd)
+			values[name] = cty.DynamicVal
+			continue
+		}
 		if val := values[name]; val.IsWhollyKnown() {
 			diags = append(diags, validateVariable(v, val)...)
 		}
