@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -313,6 +314,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 
 func newRunsCommand(g *globals) *cobra.Command {
 	var asJSON bool
+	var last int
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List the runs of this workspace",
@@ -322,7 +324,22 @@ func newRunsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			runs, damaged, err := ws.RunsAndDamaged()
+			if last < 0 {
+				return usageError{errors.New("--last must be 0 (every run) or more")}
+			}
+			var runs []*engine.RunState
+			var damaged []error
+			if last > 0 {
+				// The newest ones only, read newest first: a workspace of
+				// hundreds of runs need not be read whole.
+				err = ws.RunsNewestFirst(func(st *engine.RunState) bool {
+					runs = append(runs, st)
+					return len(runs) < last
+				})
+				slices.Reverse(runs)
+			} else {
+				runs, damaged, err = ws.RunsAndDamaged()
+			}
 			if err != nil {
 				return err
 			}
@@ -366,6 +383,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the runs as JSON")
+	cmd.Flags().IntVarP(&last, "last", "n", 0, "list only the newest N runs (0: every run)")
 	var keep int
 	prune := &cobra.Command{
 		Use:   "prune --keep N",
