@@ -19,8 +19,8 @@ const digestsHeader = "cairn-digests 3\n"
 // mtime, ctime, inode and mode, so an unchanged file is never read twice.
 // It is safe for concurrent use.
 //
-// An entry is trusted only when the file's mtime lies clearly before the
-// moment its content was hashed (git's "racy" rule): a file modified again
+// An entry is trusted only when the file's mtime and ctime lie clearly
+// before the moment its content was hashed (git's "racy" rule): a file modified again
 // within the same timestamp tick after hashing would otherwise keep its
 // stat and hide the change.
 type Memory struct {
@@ -79,6 +79,16 @@ func racySlack(mtime int64) int64 {
 		return 2e9 + lag
 	}
 	return lag
+}
+
+// racyAt reports whether an edit made at or after at could leave a file
+// with the stat st: its mtime, or its ctime, lies within the racy window
+// of at. The ctime counts too: a file rewritten with its mtime put back
+// (cp -p, rsync -a, tar x, touch -d) has an old mtime but a ctime of the
+// rewrite, and a second such rewrite within the same tick of a coarse
+// ctime clock (Linux before 6.13) keeps size, mtime, ctime and inode.
+func racyAt(st fileStat, at int64) bool {
+	return st.mtime >= at-racySlack(st.mtime) || st.ctime >= at-racySlack(st.ctime)
 }
 
 // LoadMemory reads the memory at path; a missing or damaged file gives an
@@ -216,7 +226,7 @@ func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
 	if !ok || e.size != st.size || e.mtime != st.mtime || e.ctime != st.ctime || e.ino != st.ino || e.mode != uint32(st.mode) {
 		return cache.Digest{}, false
 	}
-	if st.mtime >= e.recorded-racySlack(st.mtime) {
+	if racyAt(st, e.recorded) {
 		return cache.Digest{}, false
 	}
 	return e.digest, true

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/cairn-run/cairn/cache"
 )
 
@@ -191,4 +193,43 @@ func TestRacyInputEditedAfterRun(t *testing.T) {
 		t.Errorf("phase c ran %d times, want %d", n, rounds+1)
 	}
 	t.Logf("FIGURE T32 run_rounds=%d stale_hits=%d", rounds, stale)
+}
+
+// TestRacyRuleCtime: a file rewritten with its mtime put back (cp -p,
+// rsync -a, tar x, touch -d) has an old mtime but a ctime of the moment
+// of the rewrite. Where ctime comes from the kernel's coarse clock (Linux
+// before 6.13), a second such rewrite within the same tick, after the
+// file was hashed or its stat fingerprinted, keeps size, mtime, ctime and
+// inode: the digest memory and the phase-key memory must not trust what
+// they recorded of it until its ctime, too, lies clearly before the
+// moment they hashed or stat'ed it.
+func TestRacyRuleCtime(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 123456789, time.UTC).UnixNano()
+	hourAgo := now - int64(time.Hour)
+	cases := []struct {
+		name         string
+		mtime, ctime int64
+		want         bool // trusted / calm
+	}{
+		{"mtime and ctime long before", hourAgo, hourAgo, true},
+		{"mtime put back, ctime a second before", hourAgo, now - int64(time.Second), true},
+		{"mtime put back, ctime just before", hourAgo, now - int64(time.Millisecond), false},
+		{"mtime put back, ctime the same instant", hourAgo, now, false},
+		{"mtime put back, ctime on a whole second just before", hourAgo, now - now%1e9, false},
+		{"mtime just before", now - int64(time.Millisecond), now - int64(time.Millisecond), false},
+	}
+	type result struct{ Trusted, Calm bool }
+	got, want := map[string]result{}, map[string]result{}
+	for _, c := range cases {
+		st := fileStat{size: 4, mtime: c.mtime, ctime: c.ctime, ino: 7, mode: 0o644}
+		m := &Memory{now: time.Now, entries: map[string]memEntry{}}
+		m.Record("f", st, cache.HashBytes([]byte("aaaa")), time.Unix(0, now))
+		_, trusted := m.Lookup("f", st)
+		g := &gathered{files: []inputFile{{rel: "f", st: st, stated: true}}}
+		got[c.name] = result{trusted, g.calm(now)}
+		want[c.name] = result{c.want, c.want}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("racy rule with the mtime put back (-want +got):\n%s", diff)
+	}
 }

@@ -26,8 +26,8 @@ const phaseKeysHeader = "cairn-phase-keys 2\n"
 // hint file of the workspace (.cairn/phasekeys): a lost or damaged one
 // costs one full computation per phase, nothing else.
 //
-// A key is remembered only when every input's mtime lies clearly before
-// the computation began (git's "racy" rule, as for the digest memory): a
+// A key is remembered only when every input's mtime and ctime lie clearly
+// before the computation began (git's "racy" rule, as for the digest memory): a
 // file edited afterwards within the same timestamp tick would otherwise
 // keep its stat and hide the change. The file names the cairn build that
 // wrote it; another build (whose key computation may differ) ignores it.
@@ -210,12 +210,12 @@ func appendStr(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// calm reports whether every input of g was last modified clearly before
-// began (the racy rule): no edit made after began can have left an input
+// calm reports whether every input of g was last modified (its mtime and
+// its ctime) clearly before began (the racy rule): no edit made after began can have left an input
 // with the stat g holds.
 func (g *gathered) calm(began int64) bool {
 	for _, f := range g.files {
-		if !f.stated || f.st.mtime >= began-racySlack(f.st.mtime) {
+		if !f.stated || racyAt(f.st, began) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/binenc"
@@ -22,16 +23,27 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// calmFiles sets the mtime of the workspace files names an hour back, so
-// that what a run records of them is not racy.
+// calmFiles sets the mtime of the workspace files names an hour back, and
+// waits until their ctime (which setting the mtime makes now) lies clearly
+// in the past, so that what a run records of them is not racy.
 func calmFiles(t *testing.T, dir string, names ...string) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
+	var newest time.Time
 	for _, n := range names {
-		if err := os.Chtimes(filepath.Join(dir, n), old, old); err != nil {
+		p := filepath.Join(dir, n)
+		if err := os.Chtimes(p, old, old); err != nil {
 			t.Fatal(err)
 		}
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(newest) {
+			newest = c
+		}
 	}
+	time.Sleep(time.Until(newest.Add(100 * time.Millisecond)))
 }
 
 const phaseKeysSpec = `
