@@ -65,11 +65,16 @@ func (g *globals) looseSpec() *spec.Spec {
 	if _, err := os.Stat(g.File); err != nil {
 		return nil
 	}
-	opts := spec.Options{LookupEnv: os.LookupEnv}
+	// With -var and -var-file as given, as run takes them: a cache.dir
+	// made from a variable names the same cache here.
+	opts, err := g.specOptions()
+	if err != nil {
+		return nil
+	}
 	// The spec's memo when it is good for these options (a 1,000-phase
 	// spec took cairn logs 0.1 s to parse for its cache settings); never
-	// written from here, so that this load without -var values cannot
-	// replace the memo a run with them made.
+	// written from here, so that a load with other options cannot
+	// replace the memo a run made.
 	if sp := spec.LoadMemo(g.File, opts, specMemoPath(g.File)); sp != nil {
 		return sp
 	}

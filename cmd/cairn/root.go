@@ -291,13 +291,9 @@ func writeDiagnostics(w io.Writer, diags hcl.Diagnostics, files map[string]*hcl.
 
 // loadSpec reads the spec named by -f with the -var values.
 func (g *globals) loadSpec() (*spec.Spec, error) {
-	opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
-	for _, kv := range g.Vars {
-		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" {
-			return nil, usageError{fmt.Errorf("-var %q: want NAME=VALUE", kv)}
-		}
-		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
+	opts, err := g.specOptions()
+	if err != nil {
+		return nil, err
 	}
 	if e := g.early; e != nil && e.spec != nil && g.File == spec.DefaultFile && len(opts.Vars) == 0 && len(opts.VarFiles) == 0 {
 		s := <-e.spec
@@ -322,6 +318,20 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 		writeDiagnostics(g.stderr, diags, parser.Files())
 	}
 	return s, nil
+}
+
+// specOptions returns the options the spec is evaluated with: the
+// environment, -var-file and -var.
+func (g *globals) specOptions() (spec.Options, error) {
+	opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
+	for _, kv := range g.Vars {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return spec.Options{}, usageError{fmt.Errorf("-var %q: want NAME=VALUE", kv)}
+		}
+		opts.Vars = append(opts.Vars, spec.VarValue{Name: name, Value: value})
+	}
+	return opts, nil
 }
 
 // cacheDir picks the cache directory: --cache-dir, CAIRN_CACHE_DIR,
