@@ -184,6 +184,20 @@ phase "a" {
 			t.Errorf("%s: reload: hit %v, command %q", st.name, hit, command(s))
 		}
 	}
+	// A CAIRN_VAR_ that a -var-file overrides is not read, so changing it
+	// keeps the memo.
+	vf := filepath.Join(filepath.Dir(path), "n.vars")
+	if err := os.WriteFile(vf, []byte("n = 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withFile := Options{LookupEnv: look, VarFiles: []string{vf}}
+	if s, _, _ := NewParser().LoadFileMemo(path, withFile, memo); command(s) != "echo 5 bye  > out.txt" {
+		t.Errorf("-var-file n = 5: command %q", command(s))
+	}
+	env["CAIRN_VAR_n"] = "8"
+	if s, _, hit := NewParser().LoadFileMemo(path, withFile, memo); !hit || command(s) != "echo 5 bye  > out.txt" {
+		t.Errorf("CAIRN_VAR_n changed under a -var-file: hit %v, command %q; want the memo kept", hit, command(s))
+	}
 	// -var values are part of the key.
 	s, diags, hit := NewParser().LoadFileMemo(path, Options{LookupEnv: look, Vars: []VarValue{{Name: "n", Value: "9"}}}, memo)
 	if diags.HasErrors() || hit || command(s) != "echo 9 bye  > out.txt" {

@@ -134,14 +134,17 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 	for _, name := range names {
 		v := decl[name]
 		raw, source := fromCLI[name], "-var "+name
+		fv, inFile := fromFile[name]
 		ok := false
 		if _, set := fromCLI[name]; set {
 			ok = true
-		} else if lookupEnv != nil {
+		} else if lookupEnv != nil && !inFile {
+			// Looked up only when it can count (a -var-file wins over
+			// it): a lookup is recorded by the spec memo, which a change
+			// of an unused CAIRN_VAR_ would otherwise invalidate.
 			raw, ok = lookupEnv("CAIRN_VAR_" + name)
 			source = "CAIRN_VAR_" + name
 		}
-		fv, inFile := fromFile[name]
 		switch {
 		case inFile:
 			val, d := convertFileValue(v, fv)
