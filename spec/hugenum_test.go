@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 )
 
@@ -42,12 +43,7 @@ func TestHugeExponent(t *testing.T) {
 			if took := time.Since(began); took > 2*time.Second {
 				t.Errorf("took %s", took)
 			}
-			var got string
-			if diags.HasErrors() {
-				d := diags[0]
-				got = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
-			}
-			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+			if diff := cmp.Diff(tt.wantErr, firstError(diags)); diff != "" {
 				t.Errorf("first error (-want +got):\n%s\n%v", diff, diags)
 			}
 			if tt.wantErr == "" && s == nil {
@@ -55,6 +51,16 @@ func TestHugeExponent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// firstError renders the first error of diags as file:line:col: summary,
+// or "" when there is none.
+func firstError(diags hcl.Diagnostics) string {
+	if !diags.HasErrors() {
+		return ""
+	}
+	d := diags[0]
+	return fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
 }
 
 // TestHugeExponentVars: the same bound for -var values and -var-file
@@ -101,12 +107,7 @@ func TestHugeNumberValues(t *testing.T) {
 			if took := time.Since(began); took > 2*time.Second {
 				t.Errorf("took %s", took)
 			}
-			var got string
-			if diags.HasErrors() {
-				d := diags[0]
-				got = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, d.Summary)
-			}
-			if diff := cmp.Diff(tt.wantErr, got); diff != "" {
+			if diff := cmp.Diff(tt.wantErr, firstError(diags)); diff != "" {
 				t.Errorf("first error (-want +got):\n%s\n%v", diff, diags)
 			}
 		})
