@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
@@ -19,9 +18,6 @@ func makeToFunc(kind string) function.Function {
 			if t, ok := uniformTarget(kind, got); ok {
 				return t, nil
 			}
-			if err := hugeNumberString(kind, args[0]); err != nil {
-				return cty.NilType, function.NewArgError(0, err)
-			}
 			want := targetType(kind)
 			if conv := convert.GetConversionUnsafe(got, want); conv == nil {
 				return cty.NilType, function.NewArgErrorf(0, "cannot convert %s to %s", got.FriendlyName(), kind)
@@ -33,52 +29,26 @@ func makeToFunc(kind string) function.Function {
 			return v.Type(), nil
 		},
 		Impl: func(args []cty.Value, retType cty.Type) (cty.Value, error) {
-			if err := hugeNumberString(kind, args[0]); err != nil {
-				return cty.NilVal, function.NewArgError(0, err)
+			v, err := convert.Convert(args[0], retType)
+			if err == nil && kind == "number" {
+				// Reading a number from text is quick; writing one beyond
+				// the bound out is not (2 s for tonumber("1e-80000")).
+				if _, huge := hugeNumberIn(v); huge {
+					return cty.NilVal, function.NewArgErrorf(0, "the exponent of %s is beyond ±%d: cairn does not read numbers this large or this small", displayArg(args[0]), maxExponent)
+				}
 			}
-			return convert.Convert(args[0], retType)
+			return v, err
 		},
 	})
 }
 
-// hugeNumberString refuses tonumber of a string whose exponent is beyond
-// ±maxExponent, as number literals are: cty reads it into a 512-bit
-// big.Float and writes it back out digit by digit, which took 2 s for
-// tonumber("1e-80000") and grows with the square of the exponent.
-func hugeNumberString(kind string, v cty.Value) error {
-	if kind != "number" || !v.IsKnown() || v.IsNull() || !v.Type().Equals(cty.String) {
-		return nil
+// displayArg renders a function argument for a message: a string
+// quoted, anything else by its type.
+func displayArg(v cty.Value) string {
+	if v.IsKnown() && !v.IsNull() && v.Type() == cty.String {
+		return fmt.Sprintf("%q", v.AsString())
 	}
-	if s := v.AsString(); exponentBeyond([]byte(s)) || binaryExponentBeyond(s) {
-		return fmt.Errorf("the exponent of %q is beyond ±%d: cairn does not read numbers this large or this small", s, maxExponent)
-	}
-	return nil
-}
-
-// maxBinaryExponent is maxExponent as a power of two: 2^13607 > 1e4096.
-const maxBinaryExponent = 13607
-
-// binaryExponentBeyond reports whether s has a binary exponent (p or P,
-// which cty's reading of a string as a number accepts, as big.ParseFloat
-// does: "1p-265000" is 2^-265000) beyond ±maxBinaryExponent, a number as
-// slow to write out as a decimal one beyond ±maxExponent.
-func binaryExponentBeyond(s string) bool {
-	i := strings.IndexAny(s, "pP")
-	if i < 0 {
-		return false
-	}
-	i++
-	if i < len(s) && (s[i] == '+' || s[i] == '-') {
-		i++
-	}
-	n := 0
-	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
-		n = n*10 + int(s[i]-'0')
-		if n > maxBinaryExponent {
-			return true
-		}
-	}
-	return false
+	return v.Type().FriendlyName()
 }
 
 // uniformTarget gives the result type of tolist or toset over a tuple or

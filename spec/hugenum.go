@@ -79,9 +79,10 @@ func exponentBeyond(b []byte) bool {
 	return false
 }
 
-// maxBinaryExponentOf bounds the binary exponent of the numbers a spec's
-// values may hold: 2^13607 is just past 1e4096 (maxExponent).
-const maxBinaryExponentOf = 13607
+// maxBinaryExponent bounds the binary exponent (big.Float's MantExp) of
+// the numbers a spec's values may hold: 2^13607 is just past 1e4096
+// (maxExponent).
+const maxBinaryExponent = 13607
 
 // hugeNumberIn returns a number held in v (at any depth) whose exponent
 // is beyond ±maxExponent, and true; else false. Such a number comes from
@@ -95,7 +96,7 @@ func hugeNumberIn(v cty.Value) (cty.Value, bool) {
 	t := v.Type()
 	switch {
 	case t == cty.Number:
-		if e := v.AsBigFloat().MantExp(nil); e > maxBinaryExponentOf || e < -maxBinaryExponentOf {
+		if e := v.AsBigFloat().MantExp(nil); e > maxBinaryExponent || e < -maxBinaryExponent {
 			return v, true
 		}
 		return cty.NilVal, false
