@@ -14,16 +14,21 @@ import (
 // writeRun writes a run record named id that started at started.
 func writeRun(t testing.TB, ws *Workspace, id string, started time.Time) {
 	t.Helper()
-	st := &RunState{SchemaVersion: StateSchemaVersion, RunID: id, Started: started, Status: RunSucceeded,
-		Heartbeat: started, Phases: map[string]*PhaseState{"a": {Status: StatusSucceeded}}}
+	writeRecord(t, ws, &RunState{SchemaVersion: StateSchemaVersion, RunID: id, Started: started, Status: RunSucceeded,
+		Heartbeat: started, Phases: map[string]*PhaseState{"a": {Status: StatusSucceeded}}})
+}
+
+// writeRecord writes st as the record of run st.RunID.
+func writeRecord(t testing.TB, ws *Workspace, st *RunState) {
+	t.Helper()
 	b, err := marshalState(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(ws.StatePath(id)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(ws.StatePath(st.RunID)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ws.StatePath(id), b, 0o644); err != nil {
+	if err := os.WriteFile(ws.StatePath(st.RunID), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -158,16 +163,7 @@ func BenchmarkFindLatest(b *testing.B) {
 		for p := range 1000 {
 			st.Phases[filepath.Join("p", string(rune('a'+p%26)), time.Duration(p).String())] = filledPhase(b, p, false)
 		}
-		data, err := marshalState(st)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(ws.StatePath(id)), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(ws.StatePath(id), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
+		writeRecord(b, ws, st)
 	}
 	b.ResetTimer()
 	for b.Loop() {
