@@ -10,8 +10,11 @@ DEMO_CACHE := $(CURDIR)/.demo-cache
 # A static binary (no cgo): it starts about half a millisecond sooner
 # than one linked against libc, which a no-op run notices. Group names of
 # a shared cache are then looked up in /etc/group, then with getent(1).
+# The version is git describe's, when this is a git checkout; else the
+# binary reports the VCS stamp the Go toolchain adds (cairn version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/cairn
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o $(BIN) ./cmd/cairn
 
 # The full test suite, with the race detector.
 test:
