@@ -439,11 +439,7 @@ func newShowCommand(g *globals) *cobra.Command {
 				return writeJSON(out, st)
 			}
 			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, fmtDuration(runDuration(st)), len(st.Phases), countLine(counts(st)))
-			addrs := make([]string, 0, len(st.Phases))
-			for a := range st.Phases {
-				addrs = append(addrs, a)
-			}
-			sort.Strings(addrs)
+			addrs := showOrder(st, g.looseSpec())
 			var buf bytes.Buffer
 			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "PHASE\tSTATUS\tATTEMPTS\tDURATION\tCOST\tNOTE")
@@ -474,6 +470,32 @@ func newShowCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the run record as JSON")
 	return cmd
+}
+
+// showOrder lists the run's phases in the spec's graph order, as plan
+// does, when the spec loads; phases the spec no longer has (or all, when
+// it does not load) follow in name order.
+func showOrder(st *engine.RunState, sp *spec.Spec) []string {
+	addrs := make([]string, 0, len(st.Phases))
+	seen := make(map[string]bool, len(st.Phases))
+	if sp != nil && sp.Graph != nil {
+		if order, err := sp.Graph.TopoOrder(); err == nil {
+			for _, a := range order {
+				if _, ok := st.Phases[a]; ok && !seen[a] {
+					addrs = append(addrs, a)
+					seen[a] = true
+				}
+			}
+		}
+	}
+	rest := make([]string, 0, len(st.Phases)-len(addrs))
+	for a := range st.Phases {
+		if !seen[a] {
+			rest = append(rest, a)
+		}
+	}
+	sort.Strings(rest)
+	return append(addrs, rest...)
 }
 
 func firstLine(s string) string {
