@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"sync"
 )
@@ -43,6 +44,9 @@ type Dir struct {
 	perms perms
 	opts  Options
 	sign  *signer // nil: entries are written unsigned
+	// damagedFormat: opened with AllowDamagedFormat over a damaged
+	// marker, which Verify with Repair rewrites.
+	damagedFormat bool
 
 	remote *remoteCounters
 	memo   *EntryMemo // nil: every entry is read in full
@@ -79,6 +83,11 @@ type Options struct {
 	// RequireSigned makes readers treat an unsigned entry, or one whose
 	// signature does not check with SigningKey, as a miss.
 	RequireSigned bool
+
+	// AllowDamagedFormat opens a cache whose format marker is damaged
+	// (see [ErrDamagedFormat]) without rewriting it, so that Verify can
+	// check the objects and, with Repair, rewrite the marker.
+	AllowDamagedFormat bool
 
 	// Warn receives one-line warnings (a remote unreachable, an untrusted
 	// entry, a world-writable root). Nil discards them.
@@ -146,7 +155,10 @@ func (c *Dir) init(shared bool) error {
 	}
 	// Check the format before adding anything to a directory we may not own.
 	if err := c.checkFormat(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		if !c.opts.AllowDamagedFormat || !errors.Is(err, ErrDamagedFormat) || !c.hasLayout() {
+			return err
+		}
+		c.damagedFormat = true
 	}
 	created := false
 	for _, d := range []string{tmpDir, casDir, acDir, quarantineDir} {
@@ -161,11 +173,13 @@ func (c *Dir) init(shared bool) error {
 			return err
 		}
 	}
-	if err := c.writeOnce(formatName, []byte(formatContent)); err != nil {
-		return err
-	}
-	if err := c.checkFormat(); err != nil {
-		return err // lost a race to a writer of another format
+	if !c.damagedFormat {
+		if err := c.writeOnce(formatName, []byte(formatContent)); err != nil {
+			return err
+		}
+		if err := c.checkFormat(); err != nil {
+			return err // lost a race to a writer of another format
+		}
 	}
 	return c.writeOnce(tagName, []byte(cacheDirTag))
 }
@@ -178,9 +192,48 @@ func (c *Dir) checkFormat() error {
 		return err
 	}
 	if !bytes.Equal(b, []byte(formatContent)) {
+		if !formatLine.Match(b) {
+			return fmt.Errorf("%s says %q, want %q: %w (%w)", formatName, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrDamagedFormat, ErrUnknownFormat)
+		}
 		return fmt.Errorf("%s says %q, want %q: %w", formatName, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrUnknownFormat)
 	}
 	return nil
+}
+
+// hasLayout reports whether root holds a cache's object directories, so
+// that a damaged marker is taken for a cache's, not a foreign file's.
+func (c *Dir) hasLayout() bool {
+	for _, d := range []string{casDir, acDir} {
+		if st, err := os.Stat(filepath.Join(c.root, d)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// formatLine is what a format marker of any version looks like; anything
+// else is a damaged marker, not another format.
+var formatLine = regexp.MustCompile(`^cairn-cache [0-9]+\n$`)
+
+// rewriteFormat replaces a damaged format marker with this version's.
+func (c *Dir) rewriteFormat() error {
+	t, err := c.newTemp(formatName)
+	if err != nil {
+		return err
+	}
+	defer t.abort()
+	if _, err := t.Write([]byte(formatContent)); err != nil {
+		return err
+	}
+	if err := t.commit(); err != nil {
+		return err
+	}
+	if err := os.Rename(t.path, filepath.Join(c.root, formatName)); err != nil {
+		return err
+	}
+	t.path = ""
+	c.damagedFormat = false
+	return syncDir(c.root)
 }
 
 // writeOnce creates root/name with content b through the write protocol,

@@ -58,25 +58,74 @@ func TestOpenRelativeRootIsMadeAbsolute(t *testing.T) {
 
 func TestOpenRefusesUnknownFormat(t *testing.T) {
 	t.Parallel()
-	for name, content := range map[string]string{
-		"newer":   "cairn-cache 2\n",
-		"garbage": "hello",
-		"empty":   "",
+	for name, tc := range map[string]struct {
+		content string
+		damaged bool
+	}{
+		"newer":   {"cairn-cache 2\n", false},
+		"garbage": {"hello", true},
+		"empty":   {"", true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			root := t.TempDir()
-			if err := os.WriteFile(filepath.Join(root, "format"), []byte(content), 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(root, "format"), []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			_, err := Open(root)
 			if !errors.Is(err, ErrUnknownFormat) {
 				t.Fatalf("Open = %v, want ErrUnknownFormat", err)
 			}
+			if got := errors.Is(err, ErrDamagedFormat); got != tc.damaged {
+				t.Errorf("errors.Is(%v, ErrDamagedFormat) = %v, want %v", err, got, tc.damaged)
+			}
+			// Without a cache's layout, even a damaged marker is a
+			// foreign directory's: nothing is added to it.
+			_, err = OpenWith(root, Options{AllowDamagedFormat: true})
+			if !errors.Is(err, ErrUnknownFormat) {
+				t.Fatalf("OpenWith(AllowDamagedFormat) = %v, want ErrUnknownFormat", err)
+			}
 			if got := listDir(t, root); !cmp.Equal(got, []string{"format"}) {
 				t.Errorf("Open added %q to a foreign directory", got)
 			}
 		})
+	}
+}
+
+// A damaged marker over a cache's layout opens with AllowDamagedFormat;
+// Verify reports it, and with Repair rewrites it when the objects verify.
+func TestVerifyRepairsDamagedFormat(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	c, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PutBytes([]byte("payload")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "format"), []byte("cairn-ca"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err = OpenWith(root, Options{AllowDamagedFormat: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := c.Verify(VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Problems) != 1 || rep.Problems[0].ID != "format" || rep.ExitCode() != 1 {
+		t.Fatalf("Verify = %+v, want one problem: the format marker", rep.Problems)
+	}
+	if rep, err = c.Verify(VerifyOptions{Repair: true}); err != nil || rep.ExitCode() != 0 {
+		t.Fatalf("Verify(Repair) = %+v, %v", rep, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "format")); string(b) != formatContent {
+		t.Errorf("format = %q after repair, want %q", b, formatContent)
+	}
+	if _, err := Open(root); err != nil {
+		t.Errorf("Open after repair: %v", err)
 	}
 }
 

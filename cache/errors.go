@@ -19,6 +19,12 @@ var ErrCorrupt = errors.New("corrupt")
 // rather than guess.
 var ErrUnknownFormat = errors.New("unknown cache format")
 
+// ErrDamagedFormat means a cache directory's format marker names no format
+// at all (it was truncated or overwritten). Errors wrapping it also wrap
+// [ErrUnknownFormat]; [Dir.Verify] with Repair rewrites such a marker once
+// every object verifies (see [Options.AllowDamagedFormat]).
+var ErrDamagedFormat = errors.New("damaged cache format marker")
+
 // CorruptError reports an object that failed verification. By the time it
 // is returned the object has been moved out of the way (see Moved), so the
 // next write of the same object can succeed.

@@ -169,6 +169,7 @@ func (c *Dir) Verify(opts VerifyOptions) (*VerifyReport, error) {
 	v.rep.Quarantined, _ = countDir(filepath.Join(c.root, quarantineDir), func(path string, err error) {
 		v.ioProblem("dir", path, err)
 	})
+	v.checkFormat()
 	sort.SliceStable(v.rep.Problems, func(i, j int) bool { return v.rep.Problems[i].Path < v.rep.Problems[j].Path })
 	v.rep.Elapsed = time.Since(began)
 	return v.rep, nil
@@ -179,6 +180,38 @@ type verifier struct {
 	opts VerifyOptions
 	rep  *VerifyReport
 	now  func() time.Time
+}
+
+// checkFormat reports a damaged format marker (a cache opened with
+// AllowDamagedFormat) and, with Repair, rewrites it when every other
+// problem was repaired: the objects are then known to be this format's.
+func (v *verifier) checkFormat() {
+	if !v.c.damagedFormat {
+		return
+	}
+	p := Problem{Class: ProblemCorrupt, Kind: "cache", ID: formatName, Path: filepath.Join(v.c.root, formatName),
+		Cause: "its marker is damaged"}
+	if v.opts.Repair {
+		open := 0
+		for _, q := range v.rep.Problems {
+			if q.Repair == "" {
+				open++
+			}
+		}
+		switch {
+		case v.opts.Subset.M > 1:
+			p.Cause += "; left as it is: --subset read only some blobs"
+		case open > 0:
+			p.Cause += fmt.Sprintf("; left as it is while %d other problems remain", open)
+		default:
+			if err := v.c.rewriteFormat(); err != nil {
+				p.Cause += "; rewriting it failed: " + err.Error()
+			} else {
+				p.Repair = "rewritten: every object verified"
+			}
+		}
+	}
+	v.add(p)
 }
 
 func (v *verifier) add(p Problem) { v.rep.Problems = append(v.rep.Problems, p) }

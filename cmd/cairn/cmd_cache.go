@@ -288,6 +288,7 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 --subset 1/10 reads a tenth of the blobs (run 1/10 … 10/10 to cover them all).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.allowDamagedFormat = true // verify reports it, --repair mends it
 			c, err := g.looseCache()
 			if err != nil {
 				return err

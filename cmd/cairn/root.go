@@ -72,6 +72,10 @@ type globals struct {
 	// the first run, not the second.
 	makesState bool
 
+	// allowDamagedFormat opens a cache whose format marker is damaged
+	// (cairn cache verify, which reports and can mend it).
+	allowDamagedFormat bool
+
 	// caches are the caches the command opened, closed when it ends
 	// (closing a cache ends its pack of entries: cache.Dir.Close).
 	cachesMu sync.Mutex
@@ -466,8 +470,14 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
 		}
 		o.Remote, o.RemoteReadOnly = r, readOnly
 	}
+	o.AllowDamagedFormat = g.allowDamagedFormat
 	c, err := cache.OpenWith(dir, o)
-	if err != nil {
+	switch {
+	case errors.Is(err, cache.ErrDamagedFormat):
+		return nil, usageError{fmt.Errorf("open cache: %w\nIf %s is a cairn cache, run: cairn cache verify --repair (it rewrites the marker once every object verifies); else choose another cache directory (--cache-dir, CAIRN_CACHE_DIR)", err, dir)}
+	case errors.Is(err, cache.ErrUnknownFormat):
+		return nil, usageError{fmt.Errorf("open cache: %w\n%s was written by another version of cairn: use that version with it, or choose another cache directory (--cache-dir, CAIRN_CACHE_DIR)", err, dir)}
+	case err != nil:
 		return nil, fmt.Errorf("open cache: %w", err)
 	}
 	g.cachesMu.Lock()
