@@ -57,6 +57,9 @@ type rawPhase struct {
 	forEachRefs []phaseRef
 	eachPhase   string
 	eachRefs    []phaseRef // each.value.outputs[.KEY] uses
+	// usesSelf is set when an attribute evaluated after inputs and
+	// outputs refers to self.
+	usesSelf bool
 }
 
 // phaseRef is one reference to another phase. output is the output name
@@ -123,6 +126,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			case "for_each":
 				refs, d := collectRefs(a.Expr, raws, names)
 				diags = append(diags, d...)
+				diags = append(diags, selfInPaths(a)...)
 				rp.forEach, rp.forEachRefs = withParallelFors(a.Expr), refs
 				if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
 					rp.eachPhase = refs[0].phase
@@ -133,6 +137,11 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			diags = append(diags, d...)
 			rp.refs = append(rp.refs, refs...)
 			rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
+			if attrName == "inputs" || attrName == "outputs" {
+				diags = append(diags, selfInPaths(a)...)
+			} else if usesSelf(a.Expr) {
+				rp.usesSelf = true
+			}
 		}
 		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.slurms...) {
 			attrs, _ := b.Body.JustAttributes()
@@ -140,6 +149,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				refs, d := collectRefs(a.Expr, raws, names)
 				diags = append(diags, d...)
 				rp.refs = append(rp.refs, refs...)
+				rp.usesSelf = rp.usesSelf || usesSelf(a.Expr)
 			}
 		}
 		for attrName, a := range rp.attrs {
@@ -160,7 +170,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Phase refers to itself",
-					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs.", rp.name),
+					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs; to name its own paths, write self.outputs.NAME or self.inputs[i] (in command, env, params and the other attributes but inputs and outputs).", rp.name),
 					Subject:  r.rng.Ptr(),
 				})
 				continue
