@@ -72,6 +72,10 @@ type phaseRef struct {
 	hasKey bool
 	output string
 	rng    hcl.Range
+	// attr is the attribute read from phase.NAME itself (outputs in
+	// phase.NAME.outputs.KEY), and after the rest of the traversal
+	// (.KEY), written out: a phase with for_each has none but its keys.
+	attr, after string
 }
 
 var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
@@ -204,6 +208,12 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	instances := map[string][]*Phase{} // block name -> its phases in key order
 	for _, name := range evalOrder {
 		rp := raws[name]
+		if d := instanceMapRefs(rp, raws, values, instances); len(d) > 0 {
+			// Once here, not once for every instance of rp.
+			diags = append(diags, d...)
+			values[name] = cty.DynamicVal
+			continue
+		}
 		if rp.forEach == nil {
 			p, d := evalPhase(rp, sc, values, evaluated, instances, nil)
 			diags = append(diags, d...)
@@ -363,6 +373,11 @@ func collectRefs(expr hcl.Expression, raws map[string]*rawPhase, names []string)
 			}
 		}
 		ref.output = outputName(rest)
+		if len(tr) > 2 && !ref.hasKey {
+			if a, ok := tr[2].(hcl.TraverseAttr); ok {
+				ref.attr, ref.after = a.Name, traversalText(tr[3:])
+			}
+		}
 		refs = append(refs, ref)
 	}
 	return refs, diags
