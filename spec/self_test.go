@@ -165,7 +165,8 @@ phase "a" {
 					t.Errorf("detail does not say what to write instead: %s", d.Detail)
 				}
 			}
-			if diff := cmp.Diff(c.want, got); diff != "" {
+			// Attributes are checked in map order.
+			if diff := cmp.Diff(c.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 				t.Errorf("diagnostics (-want +got):\n%s\n%s", diff, diags.Error())
 			}
 		})
