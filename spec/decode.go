@@ -198,7 +198,7 @@ func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
 		sc.varObj, sc.localObj = objectOrEmpty(sc.vars), objectOrEmpty(sc.locals)
 		sc.fnsOwner = sc
 	}
-	v := make(map[string]cty.Value, 4) // room for each
+	v := make(map[string]cty.Value, 5) // room for each and self
 	v["var"], v["local"] = sc.varObj, sc.localObj
 	if phases != nil {
 		v["phase"] = objectOrEmpty(phases)

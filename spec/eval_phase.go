@@ -201,6 +201,9 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		Params:     map[string]string{},
 		Env:        map[string]string{},
 	}
+	if it != nil {
+		p.Key = it.key
+	}
 	attr := func(name string) (hcl.Expression, bool) {
 		a, ok := rp.attrs[name]
 		if !ok {
@@ -209,6 +212,22 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		return a.Expr, true
 	}
 
+	// Inputs and outputs first: self, which the other attributes may
+	// use, is made from them.
+	if e, ok := attr("inputs"); ok {
+		diags = append(diags, evalInputs(p, e, ctx)...)
+	}
+	if e, ok := attr("outputs"); ok {
+		d := evalOutputs(p, rp, e, ctx)
+		diags = append(diags, d...)
+	}
+	if rp.usesSelf {
+		if diags.HasErrors() {
+			ctx.Variables["self"] = cty.DynamicVal // its uses are follow-ons
+		} else {
+			ctx.Variables["self"] = selfValue(p, rp)
+		}
+	}
 	if e, ok := attr("description"); ok {
 		var d hcl.Diagnostics
 		p.Description, d = evalString(e, ctx, "description")
@@ -216,13 +235,6 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	}
 	if e, ok := attr("command"); ok {
 		diags = append(diags, evalCommand(p, e, ctx)...)
-	}
-	if e, ok := attr("inputs"); ok {
-		diags = append(diags, evalInputs(p, e, ctx)...)
-	}
-	if e, ok := attr("outputs"); ok {
-		d := evalOutputs(p, rp, e, ctx)
-		diags = append(diags, d...)
 	}
 	if e, ok := attr("params"); ok {
 		diags = append(diags, evalParams(p, e, ctx)...)
@@ -320,9 +332,6 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		res, d := evalResources(e, ctx)
 		diags = append(diags, d...)
 		p.Resources = res
-	}
-	if it != nil {
-		p.Key = it.key
 	}
 	// file() makes a file an input; env() puts the variable in the key.
 	for _, f := range sc.use.files {

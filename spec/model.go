@@ -37,8 +37,10 @@ type Spec struct {
 
 // Resolve turns a name given on the command line into phase addresses:
 // an address (prepare, harden["m1"]) is itself; the name of a phase with
-// for_each stands for all its instances. It returns nil for an unknown
-// name.
+// for_each stands for all its instances; any other name that is a path
+// a phase instance declares as an output, or a path inside an output
+// directory, stands for that instance (see OutputOwner). It returns nil
+// for an unknown name.
 func (s *Spec) Resolve(name string) []string {
 	if s.byAddr[name] != nil {
 		return []string{name}
@@ -48,6 +50,9 @@ func (s *Spec) Resolve(name string) []string {
 			return []string{}
 		}
 		return addrs
+	}
+	if addr, ok := s.OutputOwner(name); ok {
+		return []string{addr}
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ type rawPhase struct {
 	forEachRefs []phaseRef
 	eachPhase   string
 	eachRefs    []phaseRef // each.value.outputs[.KEY] uses
+	// usesSelf is set when an attribute evaluated after inputs and
+	// outputs refers to self.
+	usesSelf bool
 }
 
 // phaseRef is one reference to another phase. output is the output name
@@ -69,6 +72,10 @@ type phaseRef struct {
 	hasKey bool
 	output string
 	rng    hcl.Range
+	// attr is the attribute read from phase.NAME itself (outputs in
+	// phase.NAME.outputs.KEY), and after the rest of the traversal
+	// (.KEY), written out: a phase with for_each has none but its keys.
+	attr, after string
 }
 
 var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
@@ -123,6 +130,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			case "for_each":
 				refs, d := collectRefs(a.Expr, raws, names)
 				diags = append(diags, d...)
+				diags = append(diags, selfInPaths(a)...)
 				rp.forEach, rp.forEachRefs = withParallelFors(a.Expr), refs
 				if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
 					rp.eachPhase = refs[0].phase
@@ -133,6 +141,11 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			diags = append(diags, d...)
 			rp.refs = append(rp.refs, refs...)
 			rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
+			if attrName == "inputs" || attrName == "outputs" {
+				diags = append(diags, selfInPaths(a)...)
+			} else if usesSelf(a.Expr) {
+				rp.usesSelf = true
+			}
 		}
 		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.slurms...) {
 			attrs, _ := b.Body.JustAttributes()
@@ -140,6 +153,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				refs, d := collectRefs(a.Expr, raws, names)
 				diags = append(diags, d...)
 				rp.refs = append(rp.refs, refs...)
+				rp.usesSelf = rp.usesSelf || usesSelf(a.Expr)
 			}
 		}
 		for attrName, a := range rp.attrs {
@@ -160,7 +174,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
 					Summary:  "Phase refers to itself",
-					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs.", rp.name),
+					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs; to name its own paths, write self.outputs.NAME or self.inputs[i] (in command, env, params and the other attributes but inputs and outputs).", rp.name),
 					Subject:  r.rng.Ptr(),
 				})
 				continue
@@ -194,6 +208,12 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	instances := map[string][]*Phase{} // block name -> its phases in key order
 	for _, name := range evalOrder {
 		rp := raws[name]
+		if d := instanceMapRefs(rp, raws, values, instances); len(d) > 0 {
+			// Once here, not once for every instance of rp.
+			diags = append(diags, d...)
+			values[name] = cty.DynamicVal
+			continue
+		}
 		if rp.forEach == nil {
 			p, d := evalPhase(rp, sc, values, evaluated, instances, nil)
 			diags = append(diags, d...)
@@ -353,6 +373,11 @@ func collectRefs(expr hcl.Expression, raws map[string]*rawPhase, names []string)
 			}
 		}
 		ref.output = outputName(rest)
+		if len(tr) > 2 && !ref.hasKey {
+			if a, ok := tr[2].(hcl.TraverseAttr); ok {
+				ref.attr, ref.after = a.Name, traversalText(tr[3:])
+			}
+		}
 		refs = append(refs, ref)
 	}
 	return refs, diags

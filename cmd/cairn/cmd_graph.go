@@ -58,7 +58,7 @@ var statusColors = []dag.StatusStyle{
 func newGraphCommand(g *globals) *cobra.Command {
 	var opts graphOptions
 	cmd := &cobra.Command{
-		Use:   "graph",
+		Use:   "graph [TARGET...]",
 		Short: "Print the phase graph as Graphviz DOT (pipe it to dot -Tsvg), Mermaid or JSON",
 		Long: `Print the phase graph: an edge A -> B means B needs A. The instances of a
 phase with for_each are drawn together (a DOT cluster, a Mermaid subgraph, a
@@ -76,18 +76,21 @@ run, cached or restore. --run RUN colours each phase by what that run did:
 succeeded, cached, restored, failed, timed_out, over_budget, blocked, skipped,
 stopped, pending or running (RUN is a run id, a unique prefix, or latest).
 Phases the run did not include have no colour. DOT and Mermaid get a legend
-of the statuses shown; JSON gets a "status" per node.`,
-		Args: cobra.NoArgs,
+of the statuses shown; JSON gets a "status" per node.
+
+With TARGETs (phase names, instance addresses or declared output paths, as
+for run), only they and the phases they need are drawn.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runGraph(g, opts, cmd.OutOrStdout())
+			return runGraph(g, opts, args, cmd.OutOrStdout())
 		},
 	}
+	addPhaseCompletion(g, cmd)
 	opts.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"dot", "mermaid", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
-func runGraph(g *globals, opts graphOptions, out io.Writer) error {
+func runGraph(g *globals, opts graphOptions, targets []string, out io.Writer) error {
 	write, ok := graphFormats[opts.Format]
 	if !ok {
 		return usageError{fmt.Errorf("--format %q: want dot, mermaid or json", opts.Format)}
@@ -95,6 +98,22 @@ func runGraph(g *globals, opts graphOptions, out io.Writer) error {
 	s, status, err := graphStatus(g, opts)
 	if err != nil {
 		return err
+	}
+	graph := s.Graph
+	if len(targets) > 0 {
+		var addrs []string
+		for _, t := range targets {
+			a := s.Resolve(t)
+			if a == nil {
+				return engine.UnknownTarget(s, t)
+			}
+			addrs = append(addrs, a...)
+		}
+		keep := graph.Ancestors(addrs...)
+		for _, a := range addrs {
+			keep[a] = true
+		}
+		graph = graph.Induced(keep)
 	}
 	d := dag.Drawing{
 		Name: s.Experiment.Name,
@@ -117,7 +136,7 @@ func runGraph(g *globals, opts graphOptions, out io.Writer) error {
 		d.Status = func(v string) string { return status[v] }
 		d.Statuses = statusColors
 	}
-	return write(out, s.Graph, d)
+	return write(out, graph, d)
 }
 
 // graphStatus loads the spec and, if opts ask for colours, the status of

@@ -511,13 +511,30 @@ func newLogsCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "logs PHASE",
 		Short: "Print a phase's logs from the latest run that ran it (or --run RUN)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a phase's logs from the latest run that ran it (or --run RUN). PHASE is
+an address, or a declared output path standing for the phase instance that
+declares it.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ws, err := g.workspace()
 			if err != nil {
 				return err
 			}
-			return runLogs(g.watchContext(cmd.Context()), g, ws, args[0], runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
+			ctx := g.watchContext(cmd.Context())
+			phase := args[0]
+			if looksLikeOutput(phase) {
+				if phase, err = logsTarget(g, phase); err != nil {
+					return err
+				}
+			}
+			err = runLogs(ctx, g, ws, phase, runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
+			if engine.IsUnknownPhase(err) && phase == args[0] {
+				// A directory output named like a phase ("results").
+				if owner, oerr := logsTarget(g, phase); oerr == nil && owner != phase {
+					return runLogs(ctx, g, ws, owner, runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
+				}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&runID, "run", "", "read the logs of run `RUN`")
@@ -525,6 +542,28 @@ func newLogsCommand(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&onlyOut, "stdout", false, "print only stdout")
 	cmd.Flags().BoolVar(&onlyErr, "stderr", false, "print only stderr")
 	return cmd
+}
+
+// looksLikeOutput reports whether a logs target is meant as a path:
+// phase names hold neither dots nor slashes, and instance addresses have
+// brackets.
+func looksLikeOutput(arg string) bool {
+	return strings.ContainsAny(arg, "/.") && !strings.Contains(arg, "[")
+}
+
+// logsTarget is the address of the phase instance declaring the output
+// path arg, or arg itself when arg is a phase's address or the spec does
+// not load (logs of past runs are readable whatever the spec is now). A
+// path no phase declares is an UnknownPhaseError.
+func logsTarget(g *globals, arg string) (string, error) {
+	s, err := g.loadSpec()
+	if err != nil || s.Phase(arg) != nil {
+		return arg, nil
+	}
+	if owner, ok := s.OutputOwner(arg); ok {
+		return owner, nil
+	}
+	return arg, engine.UnknownTarget(s, arg)
 }
 
 func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {

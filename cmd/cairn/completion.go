@@ -12,7 +12,8 @@ import (
 )
 
 // completePhases completes phase names (blocks and instance addresses)
-// from the spec named by -f; a spec that does not load completes nothing.
+// and declared output paths from the spec named by -f; a spec that does
+// not load completes nothing.
 func completePhases(g *globals) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
@@ -32,6 +33,16 @@ func completePhases(g *globals) func(*cobra.Command, []string, string) ([]string
 				if n != "" && !seen[n] && strings.HasPrefix(n, toComplete) {
 					seen[n] = true
 					names = append(names, n)
+				}
+			}
+		}
+		// Declared output paths are targets too, offered once something
+		// is typed (a sweep declares many).
+		if toComplete != "" {
+			for _, o := range s.OutputPaths() {
+				if strings.HasPrefix(o, toComplete) && !seen[o] {
+					seen[o] = true
+					names = append(names, o)
 				}
 			}
 		}
