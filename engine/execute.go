@@ -302,6 +302,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	var ended *JobEndedError
 	errors.As(runErr, &ended)
+	var stage *StageFailedError
+	errors.As(runErr, &stage)
 	for _, m := range masks {
 		_ = m.Close()
 	}
@@ -318,7 +320,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
-		if runErr == nil || ended != nil && ended.ExitCode >= 0 {
+		if runErr == nil || ended != nil && ended.ExitCode >= 0 || stage != nil {
 			c := code
 			ps.ExitCode = &c
 		}
@@ -346,8 +348,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		}
 		return attemptResult{status: perr.Status, perr: perr}
 	}
-	var stage *StageFailedError
-	if errors.As(runErr, &stage) {
+	if stage != nil {
 		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
 	}
 	if runErr != nil {
