@@ -485,7 +485,8 @@ func failedStage(p pipeline, cat *catStage, cmds []*exec.Cmd) *StageFailedError 
 // noPipefailWarning is what a job's Warn receives when a pipeline runs
 // through a shell without pipefail.
 const noPipefailWarning = "no shell with pipefail was found (sh has no -o pipefail and bash is not on PATH): " +
-	"a shell pipeline's status is its last stage's, so a failure of an earlier stage goes unnoticed"
+	"a shell pipeline's status is its last stage's, so a failure of an earlier stage goes unnoticed; " +
+	"install bash (or an sh with pipefail), or set pipefail = false in the phases that accept this"
 
 // pipefailCommand returns the command that runs argv, ["sh", "-c", LINE]
 // with a '|' in LINE, with pipefail: sh -o pipefail where sh has it
