@@ -20,8 +20,9 @@ import (
 // of the user's earlier in PATH), every operand is a file name (no
 // option, no "-", nothing of the opening process such as /proc/self/...
 // nor a link to it), the stage has no redirection, and every file opens
-// as a regular file before anything starts; otherwise cat runs. cat's
-// exit status never mattered: a pipeline's is its last stage's.
+// as a regular file before anything starts; otherwise cat runs. Its
+// exit status is cat's (status), which is the pipeline's with pipefail
+// when the last stage succeeds.
 type catStage struct {
 	prog    string // as written: cat's messages name it so
 	names   []string
@@ -30,6 +31,9 @@ type catStage struct {
 	stderr  *os.File // cat's copy of the job's standard error; nil: /dev/null
 	started bool
 	done    chan struct{}
+	// status is cat's exit status once done is closed: 1 after a read
+	// error, 128+SIGPIPE when the pipe's reader went away first.
+	status int
 }
 
 // maxCatOperands bounds the files catStage holds open at once; a longer
@@ -129,6 +133,7 @@ func (c *catStage) run() {
 			n, rerr := f.Read(buf)
 			if n > 0 {
 				if _, werr := c.w.Write(buf[:n]); werr != nil {
+					c.status = 128 + int(syscall.SIGPIPE)
 					for _, g := range c.files[i:] {
 						g.Close()
 					}
@@ -140,6 +145,7 @@ func (c *catStage) run() {
 			}
 			if rerr != nil {
 				c.report(c.names[i], rerr)
+				c.status = 1
 				break
 			}
 		}

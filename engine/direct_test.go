@@ -732,3 +732,63 @@ func TestCatStage(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinePipefail: with Job.Pipefail a shell line's status is that
+// of its last failed stage, as sh -o pipefail gives it (128+N for a stage
+// killed by signal N, SIGPIPE included), whether cairn runs the pipeline
+// itself (which then names the stage) or a shell does; without it, the
+// last stage's.
+func TestPipelinePipefail(t *testing.T) {
+	for _, tc := range []struct {
+		line     string
+		strict   int    // status with pipefail
+		lax      int    // without
+		stage    string // the failed stage cairn names, when it runs the line itself
+		viaShell bool
+	}{
+		{line: "cat a b | sha256sum > out"},
+		{line: "/bin/false | /bin/true", strict: 1, stage: "stage 1 of 2 of the pipeline (/bin/false) exited with status 1"},
+		{line: "/bin/true | /bin/false", strict: 1, lax: 1},
+		{line: "cat a missing | wc -c", strict: 1, stage: "stage 1 of 2 of the pipeline (cat) exited with status 1"},
+		{line: "cat a | cat missing | wc -c", strict: 1, stage: "stage 2 of 3 of the pipeline (cat) exited with status 1"},
+		{line: "sh -c 'exit 3' | sh -c 'cat; exit 5' | cat", strict: 5, stage: "stage 2 of 3 of the pipeline (sh) exited with status 5"},
+		{line: "sh -c 'kill -TERM $$' | cat a", strict: 143, stage: "stage 1 of 2 of the pipeline (sh) exited with status 143"},
+		{line: "cat big | head -c 5", strict: 141, stage: "stage 1 of 2 of the pipeline (cat) exited with status 141"},
+		{line: "cat big | sh -c 'kill -9 $$'", strict: 137, lax: 137},
+		{line: "(echo partial; exit 3) | cat > out", strict: 3, viaShell: true},
+		{line: "echo x | (cat; exit 4) | cat > out", strict: 4, viaShell: true},
+		{line: "exit 6", strict: 6, lax: 6, viaShell: true},
+	} {
+		if _, direct := directPlan([]string{"sh", "-c", tc.line}, []string{"PATH=" + os.Getenv("PATH")}, t.TempDir()); direct == tc.viaShell {
+			t.Errorf("%q: run without sh: %v, want %v", tc.line, direct, !tc.viaShell)
+		}
+		for _, pipefail := range []bool{true, false} {
+			x := &LocalExecutor{}
+			dir := t.TempDir()
+			pipelineFixture(t, dir)
+			var stderr lockedBuffer
+			job := &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"},
+				Stdout: &lockedBuffer{}, Stderr: &stderr, Pipefail: pipefail}
+			code, err := x.Run(context.Background(), job)
+			x.Flush()
+			want, wantStage := tc.lax, ""
+			if pipefail {
+				want, wantStage = tc.strict, tc.stage
+			}
+			var se *StageFailedError
+			switch {
+			case errors.As(err, &se):
+				if wantStage == "" || !strings.HasPrefix(se.Error(), wantStage) {
+					t.Errorf("%q, pipefail %v: %v, want stage %q", tc.line, pipefail, err, wantStage)
+				}
+			case err != nil:
+				t.Errorf("%q, pipefail %v: %v", tc.line, pipefail, err)
+			case wantStage != "":
+				t.Errorf("%q, pipefail %v: no stage named, want %q", tc.line, pipefail, wantStage)
+			}
+			if code != want {
+				t.Errorf("%q, pipefail %v: status %d, want %d (stderr %q)", tc.line, pipefail, code, want, stderr.String())
+			}
+		}
+	}
+}

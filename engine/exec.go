@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,6 +29,14 @@ type Job struct {
 	// process carrying it is killed too, so a descendant that left the
 	// process group (setsid, a daemon) does not survive its phase.
 	Marker string
+	// Pipefail makes a shell line (["sh", "-c", LINE]) fail when any
+	// stage of a pipeline fails, not only the last: cairn checks every
+	// stage of a pipeline it runs itself, and runs other lines that hold
+	// a '|' with a shell that has pipefail (see pipefailCommand).
+	Pipefail bool
+	// Warn, if not nil, receives warnings about how the job ran (a
+	// pipeline run without pipefail, for want of a shell that has it).
+	Warn func(msg string)
 }
 
 // Executor runs jobs. Implementations must be safe for concurrent use.
@@ -115,18 +124,29 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	started := time.Now()
 	var cmds []*exec.Cmd // the pipeline's stages, or the one command
 	var cat *catStage    // a first stage cat that cairn does itself
+	var direct pipeline  // the pipeline cairn runs itself, if it does
 	pipelined := false   // several stages: sh reports signals
 	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
 		// sh exports PWD to what it runs; so does the direct path.
 		cmds, cat, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
 		pipelined = cmds != nil && len(p) > 1
+		if cmds != nil {
+			direct = p
+		}
 	}
 	if cmds == nil && err == nil {
 		// Not a plain pipeline, or nothing of it started (a file that
 		// cannot be opened, a single program the kernel refuses, such
 		// as a script without #!, which sh runs itself): let sh have the
 		// line, as it would have.
-		cmd := newCmd(command(job.Argv))
+		c := command(job.Argv)
+		if job.Pipefail {
+			var ok bool
+			if c, ok = pipefailCommand(job.Argv); !ok && job.Warn != nil {
+				job.Warn(noPipefailWarning)
+			}
+		}
+		cmd := newCmd(c)
 		_, err = startOnLockedThread([]*exec.Cmd{cmd}, nil)
 		cmds = []*exec.Cmd{cmd}
 	}
@@ -159,12 +179,17 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		signalled.Store(true)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
-	// The exit status is the last stage's, once every stage has exited.
+	// The exit status is the last stage's, once every stage has exited
+	// (or, with pipefail, the last failed stage's).
 	for _, c := range cmds {
 		err = c.Wait()
 	}
 	if cat != nil {
 		cat.stop()
+	}
+	var stageErr *StageFailedError
+	if job.Pipefail && len(direct) > 1 {
+		stageErr = failedStage(direct, cat, cmds)
 	}
 	// Reap what the phase left behind: its process group, then whatever
 	// left the group but carries the job's marker.
@@ -198,6 +223,9 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	}
 	if killedByCtx.Load() {
 		return -1, ctx.Err()
+	}
+	if stageErr != nil {
+		return stageErr.Status, stageErr
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -406,3 +434,94 @@ func command(argv []string) *exec.Cmd {
 }
 
 var shPath = sync.OnceValues(func() (string, error) { return exec.LookPath("sh") })
+
+// StageFailedError says that a stage of a pipeline cairn ran itself
+// failed while the last stage succeeded: with pipefail, the phase fails
+// with that stage's status.
+type StageFailedError struct {
+	Stage, Stages int    // 1-based
+	Prog          string // the stage's program, as written
+	Status        int    // its exit status; 128+N when killed by signal N, as sh reports it
+}
+
+func (e *StageFailedError) Error() string {
+	return fmt.Sprintf("stage %d of %d of the pipeline (%s) exited with status %d while the last stage succeeded (pipefail; pipefail = false in the phase ignores this)",
+		e.Stage, e.Stages, e.Prog, e.Status)
+}
+
+// failedStage returns the last stage of p (run as cmds, its first by cat
+// when cat is not nil) that failed, when the last stage itself did not:
+// what sh -o pipefail makes the pipeline's status. It returns nil when
+// the pipeline's status is its last stage's.
+func failedStage(p pipeline, cat *catStage, cmds []*exec.Cmd) *StageFailedError {
+	first := 0
+	if cat != nil {
+		first = 1
+	}
+	status := func(i int) int {
+		if i < first {
+			return cat.status
+		}
+		ps := cmds[i-first].ProcessState
+		if ps == nil {
+			return -1
+		}
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ps.ExitCode()
+	}
+	if status(len(p)-1) != 0 {
+		return nil
+	}
+	for i := len(p) - 2; i >= 0; i-- {
+		if s := status(i); s != 0 {
+			return &StageFailedError{Stage: i + 1, Stages: len(p), Prog: p[i].Args[0], Status: s}
+		}
+	}
+	return nil
+}
+
+// noPipefailWarning is what a job's Warn receives when a pipeline runs
+// through a shell without pipefail.
+const noPipefailWarning = "no shell with pipefail was found (sh has no -o pipefail and bash is not on PATH): " +
+	"a shell pipeline's status is its last stage's, so a failure of an earlier stage goes unnoticed; " +
+	"install bash (or an sh with pipefail), or set pipefail = false in the phases that accept this"
+
+// pipefailCommand returns the command that runs argv, ["sh", "-c", LINE]
+// with a '|' in LINE, with pipefail: sh -o pipefail where sh has it
+// (POSIX.1-2024; bash, busybox, dash from 0.5.13), else bash invoked as
+// sh, which puts it in POSIX mode so that a line written for sh keeps its
+// meaning, and $0 and sh's messages stay "sh". Other argv, and lines
+// without a '|' (they hold no pipeline), run as they are, through plain
+// sh and its speed. ok is false when a pipeline runs without pipefail,
+// for want of a shell that has it.
+func pipefailCommand(argv []string) (cmd *exec.Cmd, ok bool) {
+	if len(argv) != 3 || argv[0] != "sh" || argv[1] != "-c" || !strings.Contains(argv[2], "|") {
+		return command(argv), true
+	}
+	path := pipefailShell()
+	if path == "" {
+		return command(argv), false
+	}
+	return &exec.Cmd{Path: path, Args: []string{"sh", "-o", "pipefail", "-c", argv[2]}}, true
+}
+
+// pipefailShell returns the program to run as "sh -o pipefail", or "":
+// sh if it has the option, else bash. Each is tried once per process on
+// a pipeline whose first stage fails, which must fail.
+var pipefailShell = sync.OnceValue(func() string {
+	for _, name := range []string{"sh", "bash"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		c := &exec.Cmd{Path: p, Args: []string{"sh", "-o", "pipefail", "-c", "(exit 3) | :"}}
+		err = c.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 3 {
+			return p
+		}
+	}
+	return ""
+})

@@ -49,6 +49,10 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 type attemptResult struct {
 	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked, statusNotStarted
 	perr   *PhaseError
+	// outputsBusy: a remote job that may outlive the attempt (adopted,
+	// or left behind when cairn stopped following it) may still write
+	// the phase's outputs, which must then be left alone.
+	outputsBusy bool
 }
 
 // statusNotStarted is an attempt whose command was not started because
@@ -98,17 +102,28 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 			r.ckpts.release(ph.ckpt)
 			return false
 		case StatusStopped:
+			msg := "stopped: the run was interrupted while the phase ran"
+			var reasons []string
+			if !res.outputsBusy {
+				if removed := r.removePartialOutputs(p); len(removed) > 0 {
+					reasons = []string{removedNote(removed)}
+					msg += "; " + reasons[0]
+				}
+			}
 			end := e.now()
 			r.state.phase(addr, func(ps *PhaseState) {
 				ps.Status = StatusStopped
-				ps.Error = "stopped: the run was interrupted while the phase ran"
+				ps.Error = msg
 			})
-			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Duration: end.Sub(began), Spend: ph.spent, Time: end})
+			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Reasons: reasons, Duration: end.Sub(began), Spend: ph.spent, Time: end})
 			return false
 		case StatusFailed, StatusTimedOut:
 			if attempt < attempts && r.waitRetry(ctx, ph, attempt, res) {
 				continue
 			}
+		}
+		if res.status != StatusBlocked && !res.outputsBusy {
+			res.perr.Removed = r.removePartialOutputs(p)
 		}
 		return r.fail(addr, began, res.perr)
 	}
@@ -163,8 +178,9 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	e := r.e
 	p := ph.p
 	addr := p.Addr
+	adopted := false // a remote job of an earlier run, still writing the outputs
 	failed := func(err error) attemptResult {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}}
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, outputsBusy: adopted}
 	}
 	x, xname, err := r.executorFor(p)
 	if err != nil {
@@ -176,7 +192,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		rj = r.remoteJob(ctx, remote, xname, ph, attempt)
 	}
 	// An adopted job is still writing the outputs: leave them be.
-	if rj == nil || rj.Adopt == nil {
+	adopted = rj != nil && rj.Adopt != nil
+	if !adopted {
 		if err := e.prepareOutputs(p); err != nil {
 			return failed(err)
 		}
@@ -206,7 +223,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		return failed(err)
 	}
 	secrets = append(secrets, e.spec.SensitiveValues...)
-	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker}
+	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker,
+		Pipefail: !p.NoPipefail, Warn: r.warnOnce}
 	var tees []io.Closer
 	if r.opts.PhaseOutput != nil {
 		// Teed after masking: the copies never see a secret.
@@ -252,7 +270,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	if u != "" {
 		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
-			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}}
+			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, outputsBusy: adopted}
 	}
 	// The timeout counts from here: not the wait for the upstream phases
 	// and for a job slot. A remote executor passes it to its backend
@@ -284,6 +302,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	var ended *JobEndedError
 	errors.As(runErr, &ended)
+	var stage *StageFailedError
+	errors.As(runErr, &stage)
 	for _, m := range masks {
 		_ = m.Close()
 	}
@@ -300,23 +320,25 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
-		if runErr == nil || ended != nil && ended.ExitCode >= 0 {
+		if runErr == nil || ended != nil && ended.ExitCode >= 0 || stage != nil {
 			c := code
 			ps.ExitCode = &c
 		}
 	})
 
 	if runErr != nil && jctx.Err() != nil {
+		// A remote job may outlive cairn's following it.
+		busy := remote != nil
 		cause := context.Cause(jctx)
 		switch {
 		case errors.Is(cause, errOverBudget):
 			return attemptResult{status: StatusOverBudget, perr: &PhaseError{Phase: addr, Status: StatusOverBudget, Log: relErr,
-				Err: fmt.Errorf("stopped over budget: %s", overMsg)}}
+				Err: fmt.Errorf("stopped over budget: %s", overMsg)}, outputsBusy: busy}
 		case errors.Is(cause, errTimedOut):
 			return attemptResult{status: StatusTimedOut, perr: &PhaseError{Phase: addr, Status: StatusTimedOut, Log: relErr,
-				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}}
+				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}, outputsBusy: busy}
 		default:
-			return attemptResult{status: StatusStopped}
+			return attemptResult{status: StatusStopped, outputsBusy: busy}
 		}
 	}
 	if ended != nil {
@@ -325,6 +347,9 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 			perr.Err = fmt.Errorf("timed out: %w", ended)
 		}
 		return attemptResult{status: perr.Status, perr: perr}
+	}
+	if stage != nil {
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
 	}
 	if runErr != nil {
 		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}
@@ -617,5 +642,31 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 	for k, v := range p.Params {
 		env = append(env, "CAIRN_PARAM_"+envName(k)+"="+paramText(v))
 	}
+	// The units of each pool the phase holds while it runs (bwa mem -t
+	// $CAIRN_RESOURCE_CPU): the environment never enters a key.
+	for k, n := range p.Resources {
+		env = append(env, "CAIRN_RESOURCE_"+envName(k)+"="+strconv.Itoa(n))
+	}
 	return env, secrets, nil
+}
+
+// warnOnce reports a warning about how a job ran, once per run.
+func (r *runner) warnOnce(msg string) {
+	if _, dup := r.warned.LoadOrStore(msg, true); !dup {
+		r.e.rep.Report(Event{Kind: EventWarning, Message: msg, Time: r.e.now()})
+	}
+}
+
+// removePartialOutputs removes the declared outputs that a phase whose
+// command failed, timed out, went over budget or was stopped left behind
+// (a half-written file is worse than none: a tool run by hand would take
+// it), and returns those it removed; its logs and checkpoint directory
+// stay. An output it cannot remove is a warning.
+func (r *runner) removePartialOutputs(p *spec.Phase) []string {
+	removed, err := r.e.removeOutputs(p)
+	if err != nil {
+		r.e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: r.e.now(),
+			Message: fmt.Sprintf("phase %s: %v; remove it by hand before using it", p.Addr, err)})
+	}
+	return removed
 }

@@ -366,3 +366,36 @@ func declaredOutputs(entry *cache.Entry) []string {
 	sort.Strings(out)
 	return out
 }
+
+// removeOutputs removes p's declared outputs that exist and returns them.
+// Everything goes through an os.Root on the workspace: an output reached
+// through a symlink that leads outside (a directory linked to a scratch
+// disk) is left where it is and named in the error, as is one that cannot
+// be removed.
+func (e *Engine) removeOutputs(p *spec.Phase) ([]string, error) {
+	if len(p.Outputs) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(e.ws.Root)
+	if err != nil {
+		return nil, fmt.Errorf("remove partial outputs: %w", err)
+	}
+	defer root.Close()
+	var removed []string
+	var errs []error
+	for _, o := range p.Outputs {
+		name := filepath.FromSlash(o.Path)
+		if _, err := root.Lstat(name); errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			errs = append(errs, fmt.Errorf("left partial output %s: %w", o.Path, err))
+			continue
+		}
+		if err := root.RemoveAll(name); err != nil {
+			errs = append(errs, fmt.Errorf("left partial output %s: %w", o.Path, err))
+			continue
+		}
+		removed = append(removed, o.Path)
+	}
+	return removed, errors.Join(errs...)
+}

@@ -76,10 +76,11 @@ type PhaseError struct {
 	Phase    string
 	Status   string // StatusFailed, StatusTimedOut or StatusOverBudget
 	ExitCode int
-	Log      string // stderr log, relative to the workspace
-	Tail     string // last lines of stderr
-	Err      error  // set when the phase failed for another reason than its exit code
-	Note     string // what may have caused it and what to do (a full disk), or ""
+	Log      string   // stderr log, relative to the workspace
+	Tail     string   // last lines of stderr
+	Err      error    // set when the phase failed for another reason than its exit code
+	Note     string   // what may have caused it and what to do (a full disk), or ""
+	Removed  []string // the declared outputs the command left, removed since
 }
 
 func (e *PhaseError) Error() string {
@@ -96,7 +97,19 @@ func (e *PhaseError) Error() string {
 	if e.Note != "" {
 		msg += "; " + e.Note
 	}
+	if len(e.Removed) > 0 {
+		msg += "; " + removedNote(e.Removed)
+	}
 	return msg
+}
+
+// removedNote says which partial outputs were removed.
+func removedNote(paths []string) string {
+	s := "s"
+	if len(paths) == 1 {
+		s = ""
+	}
+	return fmt.Sprintf("removed %d partial output%s: %s", len(paths), s, strings.Join(paths, ", "))
 }
 
 func (e *PhaseError) Unwrap() error { return e.Err }
@@ -497,6 +510,8 @@ type runner struct {
 
 	stopOnce sync.Once
 	stopCh   chan struct{}
+
+	warned sync.Map // warnings given once per run, by text
 
 	// storeSem bounds the phases storing their outputs at once to the
 	// number of jobs: a phase gives its job slot back when its command

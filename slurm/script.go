@@ -24,6 +24,10 @@ const (
 const (
 	envArgc = "CAIRN_SLURM_ARGC"
 	envArg  = "CAIRN_SLURM_ARG_"
+	// envPipefail, set to 1, has a shell line (sh -c LINE) holding a '|'
+	// run with pipefail by a shell of the node that has it, as a local
+	// phase's is (engine.Job.Pipefail).
+	envPipefail = "CAIRN_SLURM_PIPEFAIL"
 )
 
 // batchScript is the script sbatch runs. It rebuilds the command from the
@@ -45,6 +49,18 @@ func batchScript(phase, dir string) string {
 	b.WriteString("  i=$((i + 1))\n")
 	b.WriteString("done\n")
 	fmt.Fprintf(&b, "unset %s i\n", envArgc)
+	fmt.Fprintf(&b, "if [ \"${%s:-}\" = 1 ] && [ \"$#\" -eq 3 ] && [ \"$1\" = sh ] && [ \"$2\" = -c ]; then\n", envPipefail)
+	b.WriteString("  case $3 in *'|'*)\n")
+	b.WriteString("    if sh -o pipefail -c '(exit 3) | :' 2>/dev/null; [ $? -eq 3 ]; then\n")
+	b.WriteString("      set -- sh -o pipefail -c \"$3\"\n")
+	b.WriteString("    elif bash --posix -o pipefail -c '(exit 3) | :' 2>/dev/null; [ $? -eq 3 ]; then\n")
+	b.WriteString("      set -- bash --posix -o pipefail -c \"$3\" sh\n")
+	b.WriteString("    else\n")
+	b.WriteString("      echo 'cairn: no shell with pipefail on this node (sh has no -o pipefail, no bash): a failure of an earlier stage of the pipeline goes unnoticed' >&2\n")
+	b.WriteString("    fi;;\n")
+	b.WriteString("  esac\n")
+	b.WriteString("fi\n")
+	fmt.Fprintf(&b, "unset %s\n", envPipefail)
 	b.WriteString("\"$@\"\n")
 	b.WriteString("code=$?\n")
 	q := shellQuote(dir)
@@ -53,10 +69,14 @@ func batchScript(phase, dir string) string {
 	return b.String()
 }
 
-// commandEnv returns the variables that carry argv to the batch script.
-func commandEnv(argv []string) []string {
-	env := make([]string, 0, len(argv)+1)
+// commandEnv returns the variables that carry argv to the batch script,
+// and whether it runs a shell line with pipefail.
+func commandEnv(argv []string, pipefail bool) []string {
+	env := make([]string, 0, len(argv)+2)
 	env = append(env, envArgc+"="+strconv.Itoa(len(argv)))
+	if pipefail {
+		env = append(env, envPipefail+"=1")
+	}
 	for i, a := range argv {
 		env = append(env, envArg+strconv.Itoa(i)+"="+a)
 	}

@@ -350,7 +350,7 @@ func (x *Executor) submit(ctx context.Context, j *engine.Job, rj *engine.RemoteJ
 		return "", fmt.Errorf("write the batch script: %w", err)
 	}
 	args := sbatchArgs(ref.Name, j.Dir, rj.Dir, rj.Phase)
-	env := append(append([]string{}, j.Env...), commandEnv(j.Argv)...)
+	env := append(append([]string{}, j.Env...), commandEnv(j.Argv, j.Pipefail)...)
 	// sbatch itself may need to find the cluster's configuration.
 	if v, ok := os.LookupEnv("SLURM_CONF"); ok {
 		env = append(env, "SLURM_CONF="+v)

@@ -30,7 +30,7 @@ func TestBatchScriptRunsArgvFromEnv(t *testing.T) {
 	}
 	cmd := exec.Command(path)
 	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, commandEnv(argv)...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, commandEnv(argv, true)...)
 	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 7 {
 		t.Fatalf("script exit: %v, want exit status 7", err)
@@ -160,5 +160,35 @@ func TestLimiter(t *testing.T) {
 	// 3 at once, 4 more at 20/s: at least 200ms.
 	if d := time.Since(start); d < 190*time.Millisecond {
 		t.Errorf("7 calls at 20/s with a burst of 3 took %s", d)
+	}
+}
+
+// A shell pipeline whose first stage fails fails the job when the job
+// asks for pipefail, and is the last stage's status otherwise.
+func TestBatchScriptPipefail(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		line     string
+		pipefail bool
+		want     int
+	}{
+		{"strict", "(echo partial; exit 3) | cat > out", true, 3},
+		{"lax", "(echo partial; exit 3) | cat > out", false, 0},
+		{"no pipe", "echo whole > out; exit 0", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, scriptFile)
+			if err := os.WriteFile(path, []byte(batchScript("p", dir)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(path)
+			cmd.Dir = dir
+			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, commandEnv([]string{"sh", "-c", tc.line}, tc.pipefail)...)
+			_ = cmd.Run()
+			if code, ok := readExit(dir); !ok || code != tc.want {
+				t.Errorf("exit file: %d %v, want %d", code, ok, tc.want)
+			}
+		})
 	}
 }

@@ -311,6 +311,11 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		p.Cache, d = evalBool(e, ctx, "cache")
 		diags = append(diags, d...)
 	}
+	if e, ok := attr("pipefail"); ok {
+		pf, d := evalBool(e, ctx, "pipefail")
+		diags = append(diags, d...)
+		p.NoPipefail = !pf
+	}
 	if b, d := onlyBlock(rp.budgets, "A phase"); b != nil {
 		diags = append(diags, d...)
 		bud, d := decodePhaseBudget(b, ctx)

@@ -19,7 +19,7 @@ import (
 // added to the model cannot be silently dropped from the memo.
 
 // memoHeader starts a memo file; its number is the layout's version.
-const memoHeader = "cairn-spec-memo 3\n"
+const memoHeader = "cairn-spec-memo 4\n"
 
 func encodeMemo(rec *memoRecord) []byte {
 	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
@@ -173,6 +173,7 @@ func writePhase(w *binenc.Writer, p *Phase) {
 	w.Strs(p.PassEnv)
 	w.Str(p.Workdir)
 	w.Bool(p.Cache)
+	w.Bool(p.NoPipefail)
 	w.Int(int64(p.Budget.Timeout))
 	w.Int(int64(p.Budget.Retries))
 	writeFloatPtr(w, p.Budget.MaxCost)
@@ -245,6 +246,7 @@ func readPhase(r *binenc.Reader) *Phase {
 	p.PassEnv = r.Strs()
 	p.Workdir = r.Str()
 	p.Cache = r.Bool()
+	p.NoPipefail = r.Bool()
 	p.Budget.Timeout = time.Duration(r.Int())
 	p.Budget.Retries = int(r.Int())
 	p.Budget.MaxCost = readFloatPtr(r)

@@ -137,6 +137,11 @@ type Phase struct {
 	Workdir string
 	// Cache is false for phases that must always run.
 	Cache bool
+	// NoPipefail is pipefail = false: a shell pipeline's status is its
+	// last stage's, as sh has it, rather than a failure when any stage
+	// fails. It does not enter the phase's key: strictness only turns
+	// silent failures into failures.
+	NoPipefail bool
 	// Budget holds the phase's time, retry and spending limits.
 	Budget Budget
 	// EnvRead holds the environment variables the phase's expressions read

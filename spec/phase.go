@@ -31,6 +31,7 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "depends_on"},
 		{Name: "workdir"},
 		{Name: "cache"},
+		{Name: "pipefail"},
 		{Name: "for_each"},
 		{Name: "resources"},
 		{Name: "metrics"},

@@ -122,6 +122,7 @@ type phaseView struct {
 	PassEnv   []string            `json:"pass_env,omitempty"`
 	Workdir   string              `json:"workdir"`
 	Cache     bool                `json:"cache"`
+	NoPipe    bool                `json:"no_pipefail,omitempty"`
 	Upstream  map[string][]string `json:"upstream,omitempty"`
 	Budget    Budget              `json:"budget,omitzero"`
 	Resources map[string]int      `json:"resources,omitempty"`
@@ -133,7 +134,7 @@ func view(s *Spec) decodeView {
 		v.Phases = append(v.Phases, phaseView{
 			Addr: p.Addr, Command: p.Command, Shell: p.Shell, Inputs: p.Inputs, Outputs: p.Outputs,
 			Params: p.Params, Metrics: p.Metrics, Env: p.Env, SecretEnv: p.SecretEnv, PassEnv: p.PassEnv,
-			Workdir: p.Workdir, Cache: p.Cache, Upstream: p.Upstream,
+			Workdir: p.Workdir, Cache: p.Cache, NoPipe: p.NoPipefail, Upstream: p.Upstream,
 			Budget: p.Budget, Resources: p.Resources,
 		})
 	}
