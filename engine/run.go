@@ -151,6 +151,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		}
 		spentBefore = e.ws.RecordedSpend(prev)
 		prevJobs = interruptedJobs(prev.Phases)
+		sel.unforceFinished(prev.Phases)
 	}
 	// cairn stop --cancel ends running phases as a second Ctrl-C does.
 	ctx, cancelRun := context.WithCancel(ctx)
