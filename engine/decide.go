@@ -35,6 +35,9 @@ type Decision struct {
 	entry      *cache.Entry
 	restore    []string // outputs to restore
 	warnings   []string
+	// notCached: the phase ran, but its inputs changed meanwhile, so its
+	// result was not stored under key (see inputsChanged).
+	notCached bool
 }
 
 // decide computes p's key and looks it up. up holds the output trees of

@@ -62,7 +62,7 @@ const statusNotStarted = "not-started"
 
 // execute runs a phase's command, retrying it as its budget allows, and
 // stores its outputs.
-func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
+func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map[string][]cache.OutputFile) bool {
 	e := r.e
 	addr := p.Addr
 	began := e.now()
@@ -81,6 +81,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 	ph := &phaseRun{
 		p:          p,
 		d:          d,
+		up:         up,
 		logBase:    filepath.Join(r.runDir, "logs", safeName(addr)),
 		reportPath: filepath.Join(r.runDir, "reports", safeName(addr)+".jsonl"),
 		ckpt:       ckpt,
@@ -133,6 +134,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision) bool {
 type phaseRun struct {
 	p          *spec.Phase
 	d          *Decision
+	up         map[string][]cache.OutputFile // the upstream trees d was decided with
 	logBase    string
 	reportPath string
 	reportOff  int64
@@ -418,12 +420,21 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 			<-r.storeSem
 		}
 	}()
-	out, err := e.collectOutputs(p, acquire)
+	// Checked before the outputs are hashed: an edit landing after this
+	// did not reach the outputs (the command is over).
+	caching := p.Cache
+	if caching {
+		if changed := e.inputsChanged(p, ph.d, ph.up); changed != nil {
+			caching = false
+			r.notCached(ph, changed)
+		}
+	}
+	out, err := e.collectOutputs(p, caching, acquire)
 	if err != nil {
 		return failed(err)
 	}
 	tree := out.tree
-	if p.Cache {
+	if caching {
 		// The outputs are in place and hashed: the dependents need no
 		// more to start, and need not wait for the blobs' and the
 		// entry's fsyncs. Should storing the blobs fail (a full cache),
@@ -440,7 +451,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
 			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
 	}
-	if p.Cache {
+	if caching {
 		if err := r.store(ph, out); err != nil {
 			// The outputs are fine; only caching failed. Say so and go on.
 			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Message: fmt.Sprintf("phase %s: could not cache the result: %v", p.Addr, err), Time: e.now()})
@@ -453,6 +464,27 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	}
 	r.finish(p.Addr, ph.d, StatusSucceeded, tree, began)
 	return true
+}
+
+// notCached records that a phase's result is not cached because its
+// inputs changed while it ran (see inputsChanged): a warning, the phase's
+// record and the run's result say which, and neither the phase-key memory
+// nor the workspace's last keys keep the key its outputs do not match.
+func (r *runner) notCached(ph *phaseRun, changed []string) {
+	e := r.e
+	addr := ph.p.Addr
+	what := strings.Join(changed, ", ") + " while the phase ran"
+	ph.d.notCached = true
+	e.phaseKeys.forget(addr)
+	r.mu.Lock()
+	if r.res.NotCached == nil {
+		r.res.NotCached = map[string]string{}
+	}
+	r.res.NotCached[addr] = what
+	r.mu.Unlock()
+	r.state.phase(addr, func(ps *PhaseState) { ps.Warning = "not cached: " + what })
+	e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
+		Message: fmt.Sprintf("phase %s: %s; its outputs stay in the workspace but are not cached, and the next run runs it again", addr, what)})
 }
 
 // store writes the phase's logs and action entry to the cache; the

@@ -49,15 +49,15 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 }
 
 // collectOutputs returns the tree of the declared outputs of a phase that
-// just succeeded and, for a phase whose result is cached, their content
+// just succeeded and, when its result is to be cached (caching), their content
 // staged for the cache: small files inline, for the entry itself (see
 // cache.InlineMax), the others as blobs the caller commits (after it may
 // have let the phase's dependents start). Symlinks must point inside the
 // workspace. beforeTemp is called before a staged output needs a temp
 // file in the cache.
-func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) (*collected, error) {
+func (e *Engine) collectOutputs(p *spec.Phase, caching bool, beforeTemp func()) (*collected, error) {
 	var st *staging
-	if p.Cache {
+	if caching {
 		st = &staging{beforeTemp: beforeTemp}
 	}
 	tree, missing, err := e.walkOutputs(p, st)

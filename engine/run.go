@@ -68,6 +68,10 @@ type RunResult struct {
 	// BudgetSkipped counts phases not started because the run budget was
 	// spent.
 	BudgetSkipped int
+	// NotCached holds, by address, the phases that succeeded but whose
+	// result was not cached because inputs changed while they ran, and
+	// which ("input in.txt changed while the phase ran").
+	NotCached map[string]string
 }
 
 // PhaseError is the error of a failed phase: what failed and where its
@@ -164,6 +168,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		}
 		spentBefore = e.ws.RecordedSpend(prev)
 		prevJobs = interruptedJobs(prev.Phases)
+		sel.unforceFinished(prev.Phases)
 	}
 	// cairn stop --cancel ends running phases as a second Ctrl-C does.
 	ctx, cancelRun := context.WithCancel(ctx)
@@ -941,7 +946,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		r.finish(addr, d, StatusCached, d.entry.Outputs, began)
 		return true
 	}
-	return r.execute(ctx, p, d)
+	return r.execute(ctx, p, d, up)
 }
 
 func (r *runner) restore(d *Decision) error {
@@ -1098,7 +1103,9 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 	r.mu.Lock()
 	r.trees[addr] = tree
 	r.mu.Unlock()
-	e.lastKeys.set(addr, d.key)
+	if !d.notCached {
+		e.lastKeys.set(addr, d.key)
+	}
 	var metrics json.RawMessage
 	if status != StatusSucceeded && d.entry != nil {
 		metrics = e.cachedMetrics(e.spec.Phase(addr), d.entry)

@@ -105,9 +105,12 @@ type PhaseState struct {
 	Cost       float64    `json:"cost,omitempty"`
 	Iterations int64      `json:"iterations,omitempty"`
 	Error      string     `json:"error,omitempty"`
-	LogTail    string     `json:"log_tail,omitempty"`
-	Stdout     string     `json:"stdout,omitempty"` // log path, relative to the workspace
-	Stderr     string     `json:"stderr,omitempty"`
+	// Warning says why a phase that succeeded was not cached (an input
+	// changed while it ran).
+	Warning string `json:"warning,omitempty"`
+	LogTail string `json:"log_tail,omitempty"`
+	Stdout  string `json:"stdout,omitempty"` // log path, relative to the workspace
+	Stderr  string `json:"stderr,omitempty"`
 	// Metrics is the phase's recorded metrics: one JSON object with a
 	// member per file named in its metrics attribute (the file's path,
 	// relative to the workspace), whose value is that file's JSON.

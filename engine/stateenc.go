@@ -100,7 +100,7 @@ func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
 		num("iterations", ps.Iterations)
 	}
 	for _, f := range [...]struct{ name, v string }{
-		{"error", ps.Error}, {"log_tail", ps.LogTail}, {"stdout", ps.Stdout}, {"stderr", ps.Stderr},
+		{"error", ps.Error}, {"warning", ps.Warning}, {"log_tail", ps.LogTail}, {"stdout", ps.Stdout}, {"stderr", ps.Stderr},
 		{"executor", ps.Executor}, {"job_id", ps.JobID}, {"job_dir", ps.JobDir}, {"job_name", ps.JobName},
 	} {
 		if f.v != "" {

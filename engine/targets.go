@@ -179,6 +179,22 @@ func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
 	return sel, nil
 }
 
+// unforceFinished drops from the forced phases those a resumed run
+// finished (ran, or found cached or restored): resuming continues that
+// run, so what its --force and --from had it redo is done, and is taken
+// from the cache like any phase. Their state in the resumed run is what
+// counts, so a resume of a resume (which records the same gates) still
+// does not force them: there they were found cached. A phase whose
+// inputs changed since still runs, its key being another.
+func (s *selection) unforceFinished(prev map[string]*PhaseState) {
+	for addr, ps := range prev {
+		switch ps.Status {
+		case StatusSucceeded, StatusCached, StatusRestored:
+			delete(s.forced, addr)
+		}
+	}
+}
+
 // UnsatisfiedError says which phases --only needs that are neither in the
 // workspace nor in the cache.
 type UnsatisfiedError struct {

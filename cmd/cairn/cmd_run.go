@@ -161,6 +161,14 @@ func summaryLine(res *engine.RunResult) string {
 	if res.Spent != (engine.Spend{}) {
 		line += "; spent " + fmtSpend(res.Spent)
 	}
+	if len(res.NotCached) > 0 {
+		names := make([]string, 0, len(res.NotCached))
+		for n := range res.NotCached {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		line += "; not cached (an input changed while it ran): " + strings.Join(names, ", ")
+	}
 	return line
 }
 

@@ -100,9 +100,10 @@ func newResumeCommand(g *globals) *cobra.Command {
 		Use:   "resume [RUN]",
 		Short: "Run a stopped, failed or interrupted run again with its targets and flags",
 		Long: `Run a run again with the targets, flags and -var values it was started with
-(default: the latest run). Finished phases are cached, so only what was left
-runs. Spending carries over: the new run's budget ledger starts from what the
-resumed run spent. -var given here overrides the recorded values; edit the
+(default: the latest run). The phases it finished are not run again, even if
+it was started with --from or --force: only what was left runs. Spending
+carries over: the new run's budget ledger starts from what the resumed run
+spent. -var given here overrides the recorded values; edit the
 spec to raise a budget.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -458,6 +459,9 @@ func newShowCommand(g *globals) *cobra.Command {
 					att = fmt.Sprint(ps.Attempts)
 				}
 				note := ps.Error
+				if note == "" {
+					note = ps.Warning
+				}
 				if note == "" && len(ps.Reasons) > 0 {
 					note = strings.Join(ps.Reasons, "; ")
 				}

@@ -85,5 +85,7 @@ func (v *jsonView) close(res *engine.RunResult) {
 		Cost       float64        `json:"cost"`
 		Iterations int64          `json:"iterations"`
 		DurationMS int64          `json:"duration_ms"`
-	}{time.Now().UTC(), "summary", res.RunID, res.Status, res.StopReason, res.Counts, res.Spent.Cost, res.Spent.Iterations, res.Duration.Milliseconds()})
+		// Phases that succeeded but were not cached, and why.
+		NotCached map[string]string `json:"not_cached,omitempty"`
+	}{time.Now().UTC(), "summary", res.RunID, res.Status, res.StopReason, res.Counts, res.Spent.Cost, res.Spent.Iterations, res.Duration.Milliseconds(), res.NotCached})
 }

@@ -1,0 +1,61 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// An input edited while its phase runs leaves outputs made from the old
+// content, the new one or a mix, and the key computed before the command
+// started describes only the old. Stored under that key, they would be
+// restored to everyone with the old content, from a shared or remote
+// cache too. So once the command has ended, the inputs are checked again
+// (Bazel's guard against concurrent changes does the same before it
+// uploads): their components are computed as the key's were, by the same
+// expansion of directories and globs and through the digest memory, so an
+// unchanged input costs a stat and a lookup and only one whose stat moved
+// is read.
+//
+// A changed input does not fail the phase: its command succeeded, and its
+// outputs are in the workspace, as make would leave them. They are not
+// cached, which is all a later run trusts (a key with no entry runs
+// again), the phase-key memory forgets the phase, and the run warns and
+// says so in its record and its closing line. Its dependants run as
+// usual: their keys hold the digests of the outputs they read, not this
+// phase's key, so what they store is described truthfully.
+
+// inputsChanged reports how p's inputs differ from those d's key was
+// computed from ("input in.txt changed", "input data/c.txt added"), or
+// nil when they are the same. up holds the upstream output trees d was
+// decided with.
+func (e *Engine) inputsChanged(p *spec.Phase, d *Decision, up map[string][]cache.OutputFile) []string {
+	comps, err := e.components(p, up)
+	if err != nil {
+		var missing *MissingInputError
+		if errors.As(err, &missing) {
+			return []string{fmt.Sprintf("input %s removed", missing.Input)}
+		}
+		return []string{fmt.Sprintf("inputs could not be checked again (%v)", err)}
+	}
+	if cache.ComputeKey(comps) == d.key {
+		return nil
+	}
+	if changed := diffComponents(inputComponents(d.components), inputComponents(comps), nil); len(changed) > 0 {
+		return e.maskSensitive(changed)
+	}
+	return []string{"its inputs changed"}
+}
+
+// inputComponents returns the input files' components of comps.
+func inputComponents(comps []cache.Component) []cache.Component {
+	var out []cache.Component
+	for _, c := range comps {
+		if c.Kind == kindInput {
+			out = append(out, c)
+		}
+	}
+	return out
+}
