@@ -143,3 +143,46 @@ func TestRestoreThroughWorkspaceSymlink(t *testing.T) {
 		t.Errorf("outside directory holds %d entries, want 1", len(names))
 	}
 }
+
+// TestStaleOutputBehindSymlinkLeavingWorkspace: the parent of a declared
+// output is the user's own symlink to a directory outside the workspace.
+// Removing the stale output before the phase runs treats it as the
+// restore does: nothing outside the workspace is deleted or written, and
+// the phase fails saying which parent is the symlink. Whether or not the
+// cache holds the phase's result (then the restore is refused first).
+func TestStaleOutputBehindSymlinkLeavingWorkspace(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new", true: "cached"}[cached], func(t *testing.T) {
+			s := newSetup(t, map[string]string{"experiment.hcl": plantSpec})
+			if cached {
+				s.run(t, RunOptions{})
+				if err := os.RemoveAll(filepath.Join(s.dir, "out")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			elsewhere := t.TempDir()
+			precious := filepath.Join(elsewhere, "a.txt")
+			if err := os.WriteFile(precious, []byte("not cairn's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, filepath.Join(s.dir, "out")); err != nil {
+				t.Fatal(err)
+			}
+			ran := s.exec.count("a")
+			res := s.run(t, RunOptions{})
+			if b, err := os.ReadFile(precious); err != nil || string(b) != "not cairn's\n" {
+				t.Errorf("%s outside the workspace: %q, %v; want it untouched", precious, b, err)
+			}
+			if res.Status != RunFailed {
+				t.Errorf("run status %s, want %s", res.Status, RunFailed)
+			}
+			err := res.Failures["a"]
+			if err == nil || !strings.Contains(err.Error(), `"out" is a symlink`) || !strings.Contains(err.Error(), "outside the workspace") {
+				t.Errorf("phase a's error = %v, want one saying out is a symlink leading outside the workspace", err)
+			}
+			if n := s.exec.count("a") - ran; n != 0 {
+				t.Errorf("phase a's command ran %d times, want none", n)
+			}
+		})
+	}
+}
