@@ -107,8 +107,8 @@ func (e *Engine) outsideParent(o string) (link, target string, ok bool) {
 // staged for the cache: small files inline, for the entry itself (see
 // cache.InlineMax), the others as blobs the caller commits (after it may
 // have let the phase's dependents start). Symlinks must point inside the
-// workspace. beforeTemp is called before a staged output needs a temp
-// file in the cache.
+// workspace, followed through each other as the kernel would. beforeTemp
+// is called before a staged output needs a temp file in the cache.
 func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) (*collected, error) {
 	var st *staging
 	if p.Cache {
@@ -117,6 +117,13 @@ func (e *Engine) collectOutputs(p *spec.Phase, beforeTemp func()) (*collected, e
 	tree, missing, err := e.walkOutputs(p, st)
 	if err == nil && len(missing) > 0 {
 		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	}
+	if err == nil {
+		// Each symlink was checked on its own (storeEntry); a chain of
+		// them can still lead outside, which restore would refuse.
+		if lerr := cache.CheckLinks(tree); lerr != nil {
+			err = fmt.Errorf("phase %s: %w; cairn refuses to cache it: make the link point inside the workspace", p.Addr, lerr)
+		}
 	}
 	if err != nil {
 		if st != nil {

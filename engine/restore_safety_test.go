@@ -186,3 +186,49 @@ func TestStaleOutputBehindSymlinkLeavingWorkspace(t *testing.T) {
 		})
 	}
 }
+
+// TestSymlinkChainLeavingWorkspaceNotStored: out/d/l2 -> ../.. and
+// out/d/l1 -> l2/.. each stay inside the workspace lexically, but l1
+// resolves, through l2, to the workspace's parent. The phase fails naming
+// l1 and nothing is cached (the next run runs it again); an honest chain
+// (out/latest -> cur/.., cur -> v2) is stored and restored.
+func TestSymlinkChainLeavingWorkspaceNotStored(t *testing.T) {
+	const spec = `
+phase "a" {
+  command = "mkdir out/d; ln ../.. out/d/l2; ln l2/.. out/d/l1"
+  outputs = ["out"]
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec})
+	for run := 1; run <= 2; run++ {
+		res := s.run(t, RunOptions{})
+		err := res.Failures["a"]
+		if res.Status != RunFailed || err == nil || !strings.Contains(err.Error(), "out/d/l1") || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Errorf("run %d: status %s, phase a's error %v; want a failure naming out/d/l1 as leading outside the workspace", run, res.Status, err)
+		}
+		if n := s.exec.count("a"); n != run {
+			t.Errorf("run %d: phase a ran %d times, want %d (nothing cached)", run, n, run)
+		}
+	}
+
+	const honest = `
+phase "a" {
+  command = "mkdir out/v2/x; ln v2/x out/cur; ln cur/.. out/latest; write out/v2/f hi"
+  outputs = ["out"]
+}
+`
+	h := newSetup(t, map[string]string{"experiment.hcl": honest})
+	if res := h.run(t, RunOptions{}); res.Status != RunSucceeded {
+		t.Fatalf("honest chain: run %s: %v", res.Status, res.Failures)
+	}
+	if err := os.RemoveAll(filepath.Join(h.dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, RunOptions{})
+	if b, err := os.ReadFile(filepath.Join(h.dir, "out", "latest", "f")); err != nil || string(b) != "hi\n" {
+		t.Errorf("out/latest/f after restore: %q, %v; want \"hi\\n\"", b, err)
+	}
+	if n := h.exec.count("a"); n != 1 {
+		t.Errorf("honest chain: phase a ran %d times, want once", n)
+	}
+}
