@@ -392,6 +392,49 @@ func (c *Dir) ReadEntryBlob(e *Entry, d Digest) ([]byte, error) {
 	return c.ReadBlob(d)
 }
 
+// CopyEntryBlob writes the content of blob d, which entry e references, to
+// w, as [Dir.ReadEntryBlob] returns it but without holding it in memory:
+// a blob in cas/ is read twice, once to verify it, then to copy it, so
+// nothing reaches w unless it verified. The same errors as ReadEntryBlob
+// (ErrNotFound, *CorruptError) mean nothing was written; any other error
+// may come after a part of the content was (w failed, or the blob changed
+// between the reads, wrapping ErrCorrupt).
+func (c *Dir) CopyEntryBlob(w io.Writer, e *Entry, d Digest) error {
+	if b, ok := e.InlineData(d); ok {
+		if got := HashBytes(b); got != d {
+			return fmt.Errorf("inline blob %s of entry %s: %w: its content hashes to %s", d.Short(), e.Key.Short(), ErrCorrupt, got.Short())
+		}
+		_, err := w.Write(b)
+		return err
+	}
+	for try := 0; ; try++ {
+		f, compressed, err := c.openBlob(d)
+		if err != nil {
+			return fmt.Errorf("cache get %s: %w", d.Short(), err)
+		}
+		bad, err := c.readVerified(io.Discard, f, compressed, d)
+		if err == nil && bad != nil && try == 0 {
+			f.Close()
+			continue
+		}
+		if err == nil && bad != nil {
+			err = c.quarantineFile("blob", d.String(), f, bad)
+		}
+		if err == nil {
+			if _, err = f.Seek(0, io.SeekStart); err == nil {
+				if bad, err = c.readVerified(w, f, compressed, d); err == nil && bad != nil {
+					err = fmt.Errorf("%w: changed while being copied: %v", ErrCorrupt, bad)
+				}
+			}
+		}
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("cache get %s: %w", d.Short(), err)
+		}
+		return nil
+	}
+}
+
 // ReadBlob returns the content of blob d, verified against d. A missing blob
 // is ErrNotFound. A blob whose content does not hash to d, or that does not
 // decode, is read a second time; if it is still bad it is moved to

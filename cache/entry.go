@@ -372,6 +372,74 @@ func checkOutputs(outputs []OutputFile) error {
 			}
 		}
 	}
+	return CheckLinks(outputs)
+}
+
+// maxLinkHops bounds the symlinks one resolution follows, as Linux's
+// ELOOP limit does.
+const maxLinkHops = 40
+
+// CheckLinks checks that every symlink of an output tree (targets
+// relative, each checked on its own by the entry's rules) resolves inside
+// the workspace once the tree is in place, following the tree's other
+// symlinks as the kernel would: "d/l2 -> ../.." and "d/l1 -> l2/.." are
+// each inside lexically, but d/l1 leads to the workspace's parent. A loop,
+// which the kernel does not follow, is accepted.
+func CheckLinks(outputs []OutputFile) error {
+	links := map[string]string{}
+	for _, o := range outputs {
+		if o.Type == TypeSymlink {
+			links[o.Path] = o.Target
+		}
+	}
+	for _, o := range outputs {
+		if o.Type != TypeSymlink {
+			continue
+		}
+		if err := resolveLink(links, o.Path); err != nil {
+			return fmt.Errorf("output %q: target %q: %w", o.Path, o.Target, err)
+		}
+	}
+	return nil
+}
+
+// resolveLink resolves the symlink link of a tree whose symlinks are links
+// (path to target), one component at a time from the workspace root,
+// and fails if the resolution climbs above the root. A component that is
+// not one of links is taken for a directory.
+func resolveLink(links map[string]string, link string) error {
+	var dir []string
+	if d := path.Dir(link); d != "." {
+		dir = strings.Split(d, "/")
+	}
+	todo := strings.Split(links[link], "/")
+	hops := 0
+	for len(todo) > 0 {
+		name := todo[0]
+		todo = todo[1:]
+		switch name {
+		case "", ".":
+			continue
+		case "..":
+			if len(dir) == 0 {
+				return errors.New("followed through the tree's other symlinks, it leads outside the workspace")
+			}
+			dir = dir[:len(dir)-1]
+			continue
+		}
+		dir = append(dir, name)
+		target, ok := links[strings.Join(dir, "/")]
+		if !ok {
+			continue
+		}
+		if hops++; hops > maxLinkHops {
+			// A loop, or a chain the kernel refuses to follow (ELOOP)
+			// before it gets anywhere: harmless.
+			return nil
+		}
+		dir = dir[:len(dir)-1]
+		todo = append(strings.Split(target, "/"), todo...)
+	}
 	return nil
 }
 

@@ -616,6 +616,10 @@ func (g *gcRun) execute() {
 		g.rep.EntriesRemoved++
 		g.rep.BytesRemoved += e.size
 	}
+	// A run that decided to restore an entry while the entries above were
+	// being removed has written its hit by now; it holds the entry in
+	// memory and needs only the blobs, so spare them.
+	g.recheckSessions()
 	if g.refsKnown {
 		g.recheckEntries()
 	}

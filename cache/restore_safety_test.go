@@ -176,6 +176,8 @@ func TestRestoreRejectsHostileTrees(t *testing.T) {
 		{"symlink-dotdot", []OutputFile{link("a", "../../outside")}, `"../../outside"`},
 		{"symlink-dotdot-nested", []OutputFile{dir("a"), link("a/l", "../../x")}, `"../../x"`},
 		{"symlink-dotdot-exact", []OutputFile{link("l", "..")}, `".."`},
+		{"symlink-chain-dotdot", []OutputFile{dir("out"), dir("out/d"), link("out/d/l1", "l2/.."), link("out/d/l2", "../..")}, `"out/d/l1"`},
+		{"symlink-chain-sibling", []OutputFile{dir("a"), link("a/up", ".."), link("a/l", "up/../x")}, `"a/l"`},
 		{"symlink-backslash", []OutputFile{link("l", `..\..\x`)}, `"..\\..\\x"`},
 		{"symlink-nul", []OutputFile{link("l", "a\x00b")}, `"a\x00b"`},
 		{"symlink-empty", []OutputFile{link("l", "")}, `"l"`},

@@ -172,8 +172,19 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 	for _, o := range d.restore {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("output %s missing or changed", o))
 	}
+	// The hit goes to the session file now, not when the restore starts:
+	// a GC that runs in between must see that the entry is in use, or it
+	// may evict it and its blobs, and the phase would run again.
+	e.session.Flush()
+	if testHookRestoreDecided != nil {
+		testHookRestoreDecided(e, p.Addr)
+	}
 	return d, nil
 }
+
+// testHookRestoreDecided, set by tests only, is called when a phase has
+// been decided restored, before anything of it is restored.
+var testHookRestoreDecided func(e *Engine, addr string)
 
 // fullComponents returns the components of d, a decision found cached: d's
 // own, else those of its entry read whole (a lean one has only its

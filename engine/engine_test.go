@@ -17,8 +17,9 @@ import (
 )
 
 // fakeExec runs phases in-process: it counts calls per phase and runs the
-// phase's shell command through a tiny interpreter of "cp SRC DST" and
-// "write DST TEXT" lines, enough to produce outputs without processes.
+// phase's shell command through a tiny interpreter of "cp SRC DST",
+// "write DST TEXT", "mkdir DIR" and "ln TARGET LINK" lines, enough to
+// produce outputs without processes.
 type fakeExec struct {
 	mu    sync.Mutex
 	calls map[string]int
@@ -49,6 +50,14 @@ func (f *fakeExec) Run(ctx context.Context, job *Job) (int, error) {
 				return 1, nil
 			}
 			if err := os.WriteFile(filepath.Join(job.Dir, fields[2]), b, 0o644); err != nil {
+				return 1, nil
+			}
+		case "mkdir":
+			if err := os.MkdirAll(filepath.Join(job.Dir, fields[1]), 0o755); err != nil {
+				return 1, nil
+			}
+		case "ln": // ln TARGET LINK, a symlink
+			if err := os.Symlink(fields[1], filepath.Join(job.Dir, fields[2])); err != nil {
 				return 1, nil
 			}
 		case "write":

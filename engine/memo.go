@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,8 +27,9 @@ type MemoOptions struct {
 	EnvNames []string
 	// Inputs are files whose content enters the key.
 	Inputs []string
-	// Stdin is the command's input; nil means none. It is read whole
-	// before the command starts, since its content is part of the key.
+	// Stdin is the command's input; nil means none. It is read to its
+	// end before the command starts, since its content is part of the
+	// key: hashed while spooled to a temp file, never held in memory.
 	Stdin io.Reader
 	// Stdout receives the command's stdout (live on a miss, replayed on a
 	// hit); Stderr receives its stderr on a miss only.
@@ -58,7 +60,7 @@ func lookupEnv(environ []string, name string) (string, bool) {
 }
 
 // memoComponents builds the key of a memoised call.
-func memoComponents(o *MemoOptions, stdin []byte) ([]cache.Component, error) {
+func memoComponents(o *MemoOptions, stdin cache.Digest) ([]cache.Component, error) {
 	secret := map[string]bool{}
 	var names []string
 	if list, ok := lookupEnv(o.Environ, "CAIRN_SECRET_NAMES"); ok {
@@ -88,7 +90,7 @@ func memoComponents(o *MemoOptions, stdin []byte) ([]cache.Component, error) {
 	comps := []cache.Component{
 		{Kind: "memo", Name: "format", Value: "1"},
 		{Kind: "memo", Name: "argv", Value: string(argv)},
-		{Kind: "memo", Name: "stdin", Value: cache.HashBytes(stdin).String()},
+		{Kind: "memo", Name: "stdin", Value: stdin.String()},
 	}
 	for _, n := range o.EnvNames {
 		if secret[n] {
@@ -124,35 +126,38 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given")
 	}
-	var stdin []byte
-	if o.Stdin != nil {
-		b, err := io.ReadAll(o.Stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read stdin: %w", err)
-		}
-		stdin = b
-	}
-	comps, err := memoComponents(&o, stdin)
-	if err != nil {
-		return nil, err
-	}
-	key := cache.ComputeKey(comps)
-	if e, err := c.GetEntry(key); err == nil {
-		out, err := c.ReadEntryBlob(e, e.Stdout)
-		if err == nil {
-			if _, err := o.Stdout.Write(out); err != nil {
-				return nil, err
-			}
-			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
-		}
-		// The blob was corrupt and moved aside: run the command again.
-	}
-
 	tmpDir, err := os.MkdirTemp("", "cairn-memo-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(tmpDir)
+	// Stdin, stdout and the replay are streamed through files, so memory
+	// stays flat whatever their size.
+	stdinD := cache.HashBytes(nil)
+	var stdinF *os.File
+	if o.Stdin != nil {
+		if stdinF, stdinD, err = spool(o.Stdin, filepath.Join(tmpDir, "stdin")); err != nil {
+			return nil, fmt.Errorf("read stdin: %w", err)
+		}
+		defer stdinF.Close()
+	}
+	comps, err := memoComponents(&o, stdinD)
+	if err != nil {
+		return nil, err
+	}
+	key := cache.ComputeKey(comps)
+	if e, err := c.GetEntry(key); err == nil {
+		cw := &countingWriter{w: o.Stdout}
+		err := c.CopyEntryBlob(cw, e, e.Stdout)
+		if err == nil {
+			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
+		}
+		if cw.n > 0 || !(errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt)) {
+			return nil, fmt.Errorf("replay the recorded output: %w", err)
+		}
+		// The blob was missing, or corrupt and moved aside, and nothing
+		// was replayed: run the command again.
+	}
 	outPath := filepath.Join(tmpDir, "stdout")
 	outF, err := os.Create(outPath)
 	if err != nil {
@@ -172,7 +177,9 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
 	cmd.Dir = o.Dir
 	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(stdin)
+	if stdinF != nil {
+		cmd.Stdin = stdinF
+	}
 	cmd.Stdout = io.MultiWriter(o.Stdout, outF)
 	cmd.Stderr = o.Stderr
 	cmd.WaitDelay = 5 * time.Second
@@ -252,21 +259,79 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	return res, nil
 }
 
+// spool copies r to a new file at path while hashing it, and returns the
+// file, positioned at its start, and the digest.
+func spool(r io.Reader, path string) (*os.File, cache.Digest, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, cache.Digest{}, err
+	}
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, h), r); err != nil {
+		f.Close()
+		return nil, cache.Digest{}, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, cache.Digest{}, err
+	}
+	var d cache.Digest
+	h.Sum(d[:0])
+	return f, d, nil
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // leakedSecret returns the name of a secret_env variable whose value
-// appears in the file, or "".
+// appears in the file, or "". The file is scanned in chunks that overlap
+// by a secret's length, never read whole.
 func leakedSecret(environ []string, path string) string {
 	names, ok := lookupEnv(environ, "CAIRN_SECRET_NAMES")
 	if !ok {
 		return ""
 	}
-	data, err := os.ReadFile(path)
+	var secrets [][]byte
+	var who []string
+	longest := 0
+	for _, n := range strings.Split(names, ",") {
+		if v, ok := lookupEnv(environ, n); ok && len(v) >= 4 {
+			secrets, who = append(secrets, []byte(v)), append(who, n)
+			longest = max(longest, len(v))
+		}
+	}
+	if len(secrets) == 0 {
+		return ""
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
-	for _, n := range strings.Split(names, ",") {
-		if v, ok := lookupEnv(environ, n); ok && len(v) >= 4 && bytes.Contains(data, []byte(v)) {
-			return n
+	defer f.Close()
+	buf := make([]byte, 0, max(1<<20, 2*longest))
+	for {
+		m, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		for i, v := range secrets {
+			if bytes.Contains(buf, v) {
+				return who[i]
+			}
+		}
+		if err != nil {
+			return ""
+		}
+		// Keep the tail a secret could straddle.
+		if keep := longest - 1; len(buf) > keep {
+			buf = buf[:copy(buf, buf[len(buf)-keep:])]
 		}
 	}
-	return ""
 }

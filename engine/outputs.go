@@ -35,17 +35,71 @@ func quoteAll(s []string) []string {
 
 // prepareOutputs removes a phase's stale declared outputs and creates
 // their parent directories, as ninja and Bazel do before running an action.
+// It works through an os.Root on the workspace, as restoreOutput does: a
+// parent that is a symlink leading outside the workspace fails the phase
+// (see outsideParent) rather than have cairn delete or write there.
 func (e *Engine) prepareOutputs(p *spec.Phase) error {
+	root, err := os.OpenRoot(e.ws.Root)
+	if err != nil {
+		return fmt.Errorf("open workspace %s: %w", e.ws.Root, err)
+	}
+	defer root.Close()
 	for _, o := range p.Outputs {
-		abs := e.ws.Abs(o.Path)
-		if err := os.RemoveAll(abs); err != nil {
-			return fmt.Errorf("remove stale output %s: %w", o.Path, err)
+		name := filepath.FromSlash(o.Path)
+		if err := root.RemoveAll(name); err != nil {
+			return e.outputPathError("remove stale output", o.Path, err)
 		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return fmt.Errorf("create directory for output %s: %w", o.Path, err)
+		if dir := filepath.Dir(name); dir != "." {
+			if err := root.MkdirAll(dir, 0o755); err != nil {
+				return e.outputPathError("create directory for output", o.Path, err)
+			}
 		}
 	}
 	return nil
+}
+
+// outputPathError explains a failure to remove, create or restore output o
+// (what says which): when a parent directory of o is a symlink leading
+// outside the workspace, it says so and what to do.
+func (e *Engine) outputPathError(what, o string, err error) error {
+	if link, target, ok := e.outsideParent(o); ok {
+		return fmt.Errorf("%s %s: its parent %q is a symlink to %q, outside the workspace; cairn neither deletes nor writes through it: replace the symlink with a directory, or declare the output elsewhere", what, o, link, target)
+	}
+	return fmt.Errorf("%s %s: %w", what, o, err)
+}
+
+// outsideParent returns the first parent directory of output o (a
+// workspace path) that is a symlink resolving outside the workspace, and
+// its target.
+func (e *Engine) outsideParent(o string) (link, target string, ok bool) {
+	root, err := filepath.EvalSymlinks(e.ws.Root)
+	if err != nil {
+		return "", "", false
+	}
+	var parts []string
+	for d := path.Dir(o); d != "."; d = path.Dir(d) {
+		parts = append(parts, d)
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		abs := e.ws.Abs(parts[i])
+		fi, err := os.Lstat(abs)
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		target, _ := os.Readlink(abs)
+		res, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			// Dangling: judge the target as written.
+			res = target
+			if !filepath.IsAbs(res) {
+				res = filepath.Join(filepath.Dir(abs), res)
+			}
+		}
+		if rel, err := filepath.Rel(root, res); err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return parts[i], target, true
+		}
+	}
+	return "", "", false
 }
 
 // collectOutputs returns the tree of the declared outputs of a phase that
@@ -53,8 +107,8 @@ func (e *Engine) prepareOutputs(p *spec.Phase) error {
 // staged for the cache: small files inline, for the entry itself (see
 // cache.InlineMax), the others as blobs the caller commits (after it may
 // have let the phase's dependents start). Symlinks must point inside the
-// workspace. beforeTemp is called before a staged output needs a temp
-// file in the cache.
+// workspace, followed through each other as the kernel would. beforeTemp
+// is called before a staged output needs a temp file in the cache.
 func (e *Engine) collectOutputs(p *spec.Phase, caching bool, beforeTemp func()) (*collected, error) {
 	var st *staging
 	if caching {
@@ -63,6 +117,13 @@ func (e *Engine) collectOutputs(p *spec.Phase, caching bool, beforeTemp func()) 
 	tree, missing, err := e.walkOutputs(p, st)
 	if err == nil && len(missing) > 0 {
 		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
+	}
+	if err == nil {
+		// Each symlink was checked on its own (storeEntry); a chain of
+		// them can still lead outside, which restore would refuse.
+		if lerr := cache.CheckLinks(tree); lerr != nil {
+			err = fmt.Errorf("phase %s: %w; cairn refuses to cache it: make the link point inside the workspace", p.Addr, lerr)
+		}
 	}
 	if err != nil {
 		if st != nil {
@@ -315,10 +376,10 @@ func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache
 	}
 	defer root.Close()
 	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
-		return fmt.Errorf("restore %s: %w", o, err)
+		return e.outputPathError("restore", o, err)
 	}
 	if err := e.cache.RestoreTree(root, part, inline); err != nil {
-		return fmt.Errorf("restore %s: %w", o, err)
+		return e.outputPathError("restore", o, err)
 	}
 	return nil
 }

@@ -143,3 +143,92 @@ func TestRestoreThroughWorkspaceSymlink(t *testing.T) {
 		t.Errorf("outside directory holds %d entries, want 1", len(names))
 	}
 }
+
+// TestStaleOutputBehindSymlinkLeavingWorkspace: the parent of a declared
+// output is the user's own symlink to a directory outside the workspace.
+// Removing the stale output before the phase runs treats it as the
+// restore does: nothing outside the workspace is deleted or written, and
+// the phase fails saying which parent is the symlink. Whether or not the
+// cache holds the phase's result (then the restore is refused first).
+func TestStaleOutputBehindSymlinkLeavingWorkspace(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		t.Run(map[bool]string{false: "new", true: "cached"}[cached], func(t *testing.T) {
+			s := newSetup(t, map[string]string{"experiment.hcl": plantSpec})
+			if cached {
+				s.run(t, RunOptions{})
+				if err := os.RemoveAll(filepath.Join(s.dir, "out")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			elsewhere := t.TempDir()
+			precious := filepath.Join(elsewhere, "a.txt")
+			if err := os.WriteFile(precious, []byte("not cairn's\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(elsewhere, filepath.Join(s.dir, "out")); err != nil {
+				t.Fatal(err)
+			}
+			ran := s.exec.count("a")
+			res := s.run(t, RunOptions{})
+			if b, err := os.ReadFile(precious); err != nil || string(b) != "not cairn's\n" {
+				t.Errorf("%s outside the workspace: %q, %v; want it untouched", precious, b, err)
+			}
+			if res.Status != RunFailed {
+				t.Errorf("run status %s, want %s", res.Status, RunFailed)
+			}
+			err := res.Failures["a"]
+			if err == nil || !strings.Contains(err.Error(), `"out" is a symlink`) || !strings.Contains(err.Error(), "outside the workspace") {
+				t.Errorf("phase a's error = %v, want one saying out is a symlink leading outside the workspace", err)
+			}
+			if n := s.exec.count("a") - ran; n != 0 {
+				t.Errorf("phase a's command ran %d times, want none", n)
+			}
+		})
+	}
+}
+
+// TestSymlinkChainLeavingWorkspaceNotStored: out/d/l2 -> ../.. and
+// out/d/l1 -> l2/.. each stay inside the workspace lexically, but l1
+// resolves, through l2, to the workspace's parent. The phase fails naming
+// l1 and nothing is cached (the next run runs it again); an honest chain
+// (out/latest -> cur/.., cur -> v2) is stored and restored.
+func TestSymlinkChainLeavingWorkspaceNotStored(t *testing.T) {
+	const spec = `
+phase "a" {
+  command = "mkdir out/d; ln ../.. out/d/l2; ln l2/.. out/d/l1"
+  outputs = ["out"]
+}
+`
+	s := newSetup(t, map[string]string{"experiment.hcl": spec})
+	for run := 1; run <= 2; run++ {
+		res := s.run(t, RunOptions{})
+		err := res.Failures["a"]
+		if res.Status != RunFailed || err == nil || !strings.Contains(err.Error(), "out/d/l1") || !strings.Contains(err.Error(), "outside the workspace") {
+			t.Errorf("run %d: status %s, phase a's error %v; want a failure naming out/d/l1 as leading outside the workspace", run, res.Status, err)
+		}
+		if n := s.exec.count("a"); n != run {
+			t.Errorf("run %d: phase a ran %d times, want %d (nothing cached)", run, n, run)
+		}
+	}
+
+	const honest = `
+phase "a" {
+  command = "mkdir out/v2/x; ln v2/x out/cur; ln cur/.. out/latest; write out/v2/f hi"
+  outputs = ["out"]
+}
+`
+	h := newSetup(t, map[string]string{"experiment.hcl": honest})
+	if res := h.run(t, RunOptions{}); res.Status != RunSucceeded {
+		t.Fatalf("honest chain: run %s: %v", res.Status, res.Failures)
+	}
+	if err := os.RemoveAll(filepath.Join(h.dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, RunOptions{})
+	if b, err := os.ReadFile(filepath.Join(h.dir, "out", "latest", "f")); err != nil || string(b) != "hi\n" {
+		t.Errorf("out/latest/f after restore: %q, %v; want \"hi\\n\"", b, err)
+	}
+	if n := h.exec.count("a"); n != 1 {
+		t.Errorf("honest chain: phase a ran %d times, want once", n)
+	}
+}

@@ -24,7 +24,9 @@ stdout and exit status without running anything, and what it reported
 through $CAIRN_REPORT is not charged again. A loop of paid API calls
 interrupted half way therefore pays only for the calls it had not made.
 
-Stdin is read whole before the command runs, since it is part of the key:
+Stdin is read to its end before the command runs, since it is part of the
+key (it is spooled to a temp file in $TMPDIR, as stdout is; neither is held
+in memory, whatever its size):
 inside a "while read" loop, give cairn memo </dev/null so that it does not
 swallow the loop's input.`,
 		Args: cobra.MinimumNArgs(1),
