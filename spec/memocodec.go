@@ -19,7 +19,7 @@ import (
 // added to the model cannot be silently dropped from the memo.
 
 // memoHeader starts a memo file; its number is the layout's version.
-const memoHeader = "cairn-spec-memo 3\n"
+const memoHeader = "cairn-spec-memo 4\n"
 
 func encodeMemo(rec *memoRecord) []byte {
 	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
@@ -168,6 +168,7 @@ func writePhase(w *binenc.Writer, p *Phase) {
 	}
 	writeStrMap(w, p.Params)
 	w.Strs(p.Metrics)
+	w.Strs(p.Temporary)
 	writeStrMap(w, p.Env)
 	w.Strs(p.SecretEnv)
 	w.Strs(p.PassEnv)
@@ -240,6 +241,7 @@ func readPhase(r *binenc.Reader) *Phase {
 	}
 	p.Params = readStrMap(r)
 	p.Metrics = r.Strs()
+	p.Temporary = r.Strs()
 	p.Env = readStrMap(r)
 	p.SecretEnv = r.Strs()
 	p.PassEnv = r.Strs()
