@@ -147,7 +147,15 @@ type staging struct {
 func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
+	outer := store
 	for _, o := range p.Outputs {
+		// A temporary output is hashed (its digests enter the keys of the
+		// phases reading it) but not stored.
+		temp := p.IsTemporary(o.Path)
+		store := outer
+		if temp {
+			store = nil
+		}
 		abs := e.ws.Abs(o.Path)
 		fi, err := os.Lstat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -162,6 +170,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return nil, nil, err
 			}
+			f.Temporary = temp
 			tree = append(tree, f)
 			continue
 		}
@@ -177,6 +186,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return err
 			}
+			f.Temporary = temp
 			tree = append(tree, f)
 			return nil
 		})

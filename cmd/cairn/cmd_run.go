@@ -161,6 +161,9 @@ func summaryLine(res *engine.RunResult) string {
 	if res.Spent != (engine.Spend{}) {
 		line += "; spent " + fmtSpend(res.Spent)
 	}
+	if res.TempRemoved > 0 {
+		line += "; removed " + plural(res.TempRemoved, "temporary output")
+	}
 	return line
 }
 
