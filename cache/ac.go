@@ -135,7 +135,8 @@ type blobRef struct {
 }
 
 // entryRefs lists the blobs in cas/ that e references, each once: not
-// those it holds inline.
+// those it holds inline, nor its temporary outputs, which are stored
+// nowhere.
 func entryRefs(e *Entry) []blobRef {
 	seen := make(map[Digest]bool, len(e.Outputs)+2+len(e.Inline))
 	for _, b := range e.Inline {
@@ -151,7 +152,7 @@ func entryRefs(e *Entry) []blobRef {
 	add("stdout", e.Stdout, -1)
 	add("stderr", e.Stderr, -1)
 	for _, o := range e.Outputs {
-		if o.Type == TypeFile {
+		if o.Type == TypeFile && !o.Temporary { // a temporary output is not stored
 			add(fmt.Sprintf("output %q", o.Path), o.Digest, o.Size)
 		}
 	}

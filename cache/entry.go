@@ -18,14 +18,17 @@ import (
 
 // Versions of the action-entry encoding, written both in the header line
 // and in the JSON body. An entry is written in format 1 unless it carries
-// inline blobs, which need format 2: a cairn that knows only format 1
-// treats a format 2 entry as a miss and leaves it alone, where it would
-// have quarantined an entry whose blobs it cannot find.
+// inline blobs, which need format 2, or temporary outputs, which need
+// format 4 (3 is a pack file's, see EntryFormatPacked): a cairn that
+// knows only an older format treats a newer entry as a miss and leaves it
+// alone, where it would have quarantined an entry whose blobs it cannot
+// find.
 const (
 	EntryFormat       = 1 // blobs in cas/ only
 	EntryFormatInline = 2 // small blobs may be inline (Entry.Inline)
+	EntryFormatTemp   = 4 // as 2, and outputs may be temporary (OutputFile.Temporary)
 
-	maxEntryFormat = EntryFormatInline // the newest this cairn reads
+	maxEntryFormat = EntryFormatTemp // the newest this cairn reads
 )
 
 // InlineMax is the largest blob a writer puts inside an entry rather than
@@ -49,6 +52,7 @@ const (
 var (
 	entryHeader       = entryHeaderFor(EntryFormat)
 	entryHeaderInline = entryHeaderFor(EntryFormatInline)
+	entryHeaderTemp   = entryHeaderFor(EntryFormatTemp)
 )
 
 func entryHeaderFor(format int) string {
@@ -70,6 +74,11 @@ type OutputFile struct {
 	Digest Digest `json:"digest,omitzero"`  // files only
 	Size   int64  `json:"size,omitempty"`   // files only
 	Target string `json:"target,omitempty"` // symlinks only; relative, stays inside the workspace
+	// Temporary marks a path of an output the phase declares temporary:
+	// recorded (a file's digest enters its dependants' keys) but not
+	// stored, neither in cas/ nor inline, so it cannot be restored. Format
+	// 4 only.
+	Temporary bool `json:"temporary,omitempty"`
 }
 
 // InlineBlob is a blob stored inside an entry instead of in cas/: the
@@ -82,7 +91,7 @@ type InlineBlob struct {
 // Entry is the result of one phase run, stored in the action cache under
 // its Key.
 type Entry struct {
-	Format     int             `json:"format"` // EntryFormat, or EntryFormatInline when Inline is not empty
+	Format     int             `json:"format"` // EntryFormat, EntryFormatInline when Inline is not empty, EntryFormatTemp when an output is temporary
 	Key        ActionID        `json:"key"`
 	Phase      string          `json:"phase"`
 	Components []Component     `json:"components"` // exactly what was hashed into Key, so "why did this rerun" can diff
@@ -141,10 +150,7 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 	}
 	body = append(body, '\n')
 	sum := sha256.Sum256(body)
-	header := entryHeader
-	if e.Format == EntryFormatInline {
-		header = entryHeaderInline
-	}
+	header := entryHeaderFor(e.Format)
 	b := make([]byte, 0, len(header)+65+len(body))
 	b = append(b, header...)
 	b = hex.AppendEncode(b, sum[:])
@@ -185,10 +191,13 @@ func decodeEntry(b []byte) (*Entry, error) {
 	format := EntryFormat
 	rest, ok := bytes.CutPrefix(b, []byte(entryHeader))
 	if !ok {
-		if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderInline)); !ok {
-			return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
-		}
 		format = EntryFormatInline
+		if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderInline)); !ok {
+			format = EntryFormatTemp
+			if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderTemp)); !ok {
+				return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+			}
+		}
 	}
 	sumHex, body, ok := bytes.Cut(rest, []byte("\n"))
 	if !ok {
@@ -248,11 +257,8 @@ func entryVersion(b []byte) (int, bool) {
 // checks JSON decoding makes implicitly (valid UTF-8: json.Marshal would
 // replace invalid bytes, changing the components and so the key).
 func validateEntry(e *Entry, encoding bool) error {
-	switch {
-	case e.Format == EntryFormat && len(e.Inline) > 0:
-		return fmt.Errorf("format %d with inline blobs (they need format %d)", e.Format, EntryFormatInline)
-	case e.Format != EntryFormat && e.Format != EntryFormatInline:
-		return fmt.Errorf("format %d, want %d or %d", e.Format, EntryFormat, EntryFormatInline)
+	if err := checkFormat(e); err != nil {
+		return err
 	}
 	if encoding {
 		if err := checkUTF8(e); err != nil {
@@ -276,6 +282,25 @@ func validateEntry(e *Entry, encoding bool) error {
 	return checkInline(e, true)
 }
 
+// checkFormat checks that e's format is one this cairn reads and allows
+// what e holds: inline blobs from format 2, temporary outputs in 4.
+func checkFormat(e *Entry) error {
+	switch {
+	case e.Format != EntryFormat && e.Format != EntryFormatInline && e.Format != EntryFormatTemp:
+		return fmt.Errorf("format %d, want %d, %d or %d", e.Format, EntryFormat, EntryFormatInline, EntryFormatTemp)
+	case e.Format < EntryFormatInline && len(e.Inline) > 0:
+		return fmt.Errorf("format %d with inline blobs (they need format %d)", e.Format, EntryFormatInline)
+	}
+	if e.Format < EntryFormatTemp {
+		for _, o := range e.Outputs {
+			if o.Temporary {
+				return fmt.Errorf("format %d with temporary output %q (it needs format %d)", e.Format, o.Path, EntryFormatTemp)
+			}
+		}
+	}
+	return nil
+}
+
 // checkInline checks e's inline blobs: each is listed once, is referenced
 // by the entry, as a log or as an output file of the same size, and (if
 // hash) hashes to its digest. Whoever uses inline content checks its
@@ -289,7 +314,7 @@ func checkInline(e *Entry, hash bool) error {
 	// output files sharing a digest, the last one's size
 	ref := func(d Digest) (int64, bool) {
 		for i := len(e.Outputs) - 1; i >= 0; i-- {
-			if o := &e.Outputs[i]; o.Type == TypeFile && o.Digest == d {
+			if o := &e.Outputs[i]; o.Type == TypeFile && !o.Temporary && o.Digest == d {
 				return o.Size, true
 			}
 		}
@@ -299,7 +324,7 @@ func checkInline(e *Entry, hash bool) error {
 		// Many outputs: one map rather than a scan per blob.
 		refs := make(map[Digest]int64, len(e.Outputs)+2)
 		for _, o := range e.Outputs {
-			if o.Type == TypeFile {
+			if o.Type == TypeFile && !o.Temporary {
 				refs[o.Digest] = o.Size
 			}
 		}

@@ -267,6 +267,16 @@ func TestDecodeEntryRejectsContent(t *testing.T) {
 	tests := map[string]func(e *Entry){
 		"format 0": func(e *Entry) { e.Format = 0 },
 		"format 3": func(e *Entry) { e.Format = 3 },
+		"format 5": func(e *Entry) { e.Format = 5 },
+		"temporary in format 2": func(e *Entry) {
+			e.Format = EntryFormatInline
+			e.Outputs[1].Temporary = true
+		},
+		"inline blob of a temporary output": func(e *Entry) {
+			e.Format = EntryFormatTemp
+			e.Outputs[1].Temporary = true
+			e.Inline = []InlineBlob{{Digest: e.Outputs[1].Digest, Data: []byte("weights")}}
+		},
 		"inline in format 1": func(e *Entry) {
 			e.Inline = []InlineBlob{{Digest: HashBytes([]byte("weights")), Data: []byte("weights")}}
 		},
@@ -327,6 +337,12 @@ func TestEntryAcceptsEdgeCases(t *testing.T) {
 		"nonzero exit":              func(e *Entry) { e.ExitCode = 3 },
 		"null metrics":              func(e *Entry) { e.Metrics = nil },
 		"zone offset":               func(e *Entry) { e.Created = time.Date(2025, 1, 2, 3, 4, 5, 6, time.FixedZone("", 5*3600+1800)) },
+		"temporary outputs": func(e *Entry) {
+			e.Format = EntryFormatTemp
+			for i := range 3 { // the model directory, its file and its symlink
+				e.Outputs[i].Temporary = true
+			}
+		},
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 6\n"
+const entryMemoHeader = "cairn-entry-memo 7\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -284,6 +284,7 @@ func encodeMemoRecord(w *binenc.Writer, e *Entry) {
 		w.Fixed(o.Digest[:])
 		w.Int(o.Size)
 		w.Str(o.Target)
+		w.Bool(o.Temporary)
 	}
 	w.Int(int64(e.ExitCode))
 	w.Fixed(e.Stdout[:])
@@ -391,6 +392,7 @@ func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
 			r.Fixed(o.Digest[:])
 			o.Size = r.Int()
 			o.Target = r.Str()
+			o.Temporary = r.Bool()
 		}
 	}
 	e.ExitCode = int(r.Int())
@@ -422,8 +424,8 @@ func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
 	// The memo is a private file under its own checksum, and its
 	// entries' keys were checked when they were read from the cache;
 	// still, a foreign one must not hand restore an unsafe path.
-	if e.Format != EntryFormat && e.Format != EntryFormatInline {
-		return nil, fmt.Errorf("format %d", e.Format)
+	if err := checkFormat(e); err != nil {
+		return nil, err
 	}
 	if err := checkOutputs(e.Outputs); err != nil {
 		return nil, err

@@ -26,7 +26,12 @@ func memoEntries() []*Entry {
 	local.Cost, local.Metrics, local.Stdout = 0, nil, Digest{}
 	inline := sampleInlineEntry()
 	inline.Phase = "inline"
-	return []*Entry{full, bare, local, inline}
+	temp := sampleInlineEntry()
+	temp.Phase = "temporary"
+	temp.Format = EntryFormatTemp
+	temp.Outputs[1].Temporary = true
+	temp.Inline = nil
+	return []*Entry{full, bare, local, inline, temp}
 }
 
 // leanOf is e as the memo keeps it: of the components only the declared

@@ -14,6 +14,11 @@ var ErrNotFound = errors.New("not found")
 // as a miss and may report it. Check it with errors.Is.
 var ErrCorrupt = errors.New("corrupt")
 
+// ErrTemporary means a restore asked for a temporary output, which the
+// cache does not store (see OutputFile.Temporary): only running its phase
+// again makes it.
+var ErrTemporary = errors.New("temporary output, not stored in the cache")
+
 // ErrUnknownFormat means a cache directory was written in an on-disk format
 // this version of cairn does not know. [Open] refuses such a directory
 // rather than guess.

@@ -37,7 +37,7 @@ import (
 
 const (
 	// EntryFormatPacked is the version of a pack file's header line. It is
-	// a file format, not an entry format: the records hold format 1 or 2
+	// a file format, not an entry format: the records hold format 1, 2 or 4
 	// entries. A cairn that knows only those treats a pack as an entry in
 	// a newer format: a miss, left in place.
 	EntryFormatPacked = 3

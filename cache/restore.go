@@ -34,6 +34,11 @@ func (c *Dir) RestoreTree(root *os.Root, files []OutputFile, inline []InlineBlob
 		return fmt.Errorf("cache restore into %s: refusing the tree: %w", root.Name(), err)
 	}
 	for _, f := range files {
+		if f.Temporary {
+			return fmt.Errorf("cache restore %s into %s: %w", f.Path, root.Name(), ErrTemporary)
+		}
+	}
+	for _, f := range files {
 		if err := c.restoreEntry(root, f, inline); err != nil {
 			return fmt.Errorf("cache restore %s into %s: %w", f.Path, root.Name(), err)
 		}

@@ -34,7 +34,11 @@ type Decision struct {
 	components []cache.Component
 	entry      *cache.Entry
 	restore    []string // outputs to restore
-	warnings   []string
+	// tempGone holds the temporary outputs the workspace lacks (or holds
+	// changed) and the entry cannot restore: the phase is cached without
+	// them unless a phase reading one must run (see settleTemporary).
+	tempGone []string
+	warnings []string
 	// notCached: the phase ran, but its inputs changed meanwhile, so its
 	// result was not stored under key (see inputsChanged).
 	notCached bool
@@ -158,11 +162,37 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.components = entry.Components
 	}
 	d.entry = entry
+	var unstored []string // outputs the entry does not hold, the spec not temporary
 	for _, o := range p.Outputs {
 		part := treeOf(entry.Outputs, o.Path)
-		if !e.outputMatches(o.Path, part) {
-			d.restore = append(d.restore, o.Path)
+		if e.outputMatches(o.Path, part) {
+			continue
 		}
+		switch {
+		case !isTemporary(part):
+			d.restore = append(d.restore, o.Path)
+		case p.IsTemporary(o.Path):
+			d.tempGone = append(d.tempGone, o.Path)
+		default:
+			unstored = append(unstored, o.Path)
+		}
+	}
+	if len(unstored) > 0 {
+		// The output was temporary when the entry was stored and is no
+		// longer: only running the phase gives it back.
+		if ferr := full(); ferr == errStaleKey {
+			e.phaseKeys.forget(p.Addr)
+			return e.decideWith(p, up, forced, false)
+		} else if ferr != nil {
+			return nil, ferr
+		}
+		d.components = comps
+		d.Action = ActionRun
+		for _, o := range unstored {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("output %s is gone and was temporary when cached", o))
+		}
+		d.restore, d.tempGone = nil, nil
+		return d, nil
 	}
 	if len(d.restore) == 0 {
 		d.Action = ActionCached
@@ -185,6 +215,64 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 // testHookRestoreDecided, set by tests only, is called when a phase has
 // been decided restored, before anything of it is restored.
 var testHookRestoreDecided func(e *Engine, addr string)
+
+// isTemporary reports whether part, an output's tree in an entry, is a
+// temporary output's: recorded, not stored.
+func isTemporary(part []cache.OutputFile) bool {
+	return len(part) > 0 && part[0].Temporary
+}
+
+// settleTemporary decides which phases cached without some of their
+// temporary outputs (Decision.tempGone) must run after all, because a
+// phase that reads one of those outputs runs. decisions are in
+// topological order; they are visited in reverse so that a phase made to
+// run is itself seen as a reader of its own upstream phases' temporary
+// outputs. It changes those decisions to run, with the reasons, and
+// returns them by address; a phase left cached without a temporary
+// output says so in its reasons.
+func (e *Engine) settleTemporary(decisions []*Decision) map[string][]string {
+	byAddr := make(map[string]*Decision, len(decisions))
+	anyGone := false
+	for _, d := range decisions {
+		if d != nil {
+			byAddr[d.Phase] = d
+			anyGone = anyGone || len(d.tempGone) > 0
+		}
+	}
+	if !anyGone {
+		return nil
+	}
+	need := map[string][]string{}
+	for i := len(decisions) - 1; i >= 0; i-- {
+		d := decisions[i]
+		if d == nil || d.Action != ActionRun {
+			continue
+		}
+		p := e.spec.Phase(d.Phase)
+		for _, u := range e.spec.Graph.Upstream(d.Phase) {
+			ud := byAddr[u]
+			if ud == nil || len(ud.tempGone) == 0 {
+				continue
+			}
+			for _, t := range ud.tempGone {
+				if p.Reads(u, t) {
+					need[u] = append(need[u], fmt.Sprintf("temporary output %s is gone; %s needs it", t, d.Phase))
+				}
+			}
+			if need[u] != nil {
+				ud.Action, ud.Reasons = ActionRun, need[u]
+			}
+		}
+	}
+	for _, d := range decisions {
+		if d != nil && len(d.tempGone) > 0 && need[d.Phase] == nil {
+			for _, t := range d.tempGone {
+				d.Reasons = append(d.Reasons, fmt.Sprintf("temporary output %s is gone; no phase that runs needs it", t))
+			}
+		}
+	}
+	return need
+}
 
 // fullComponents returns the components of d, a decision found cached: d's
 // own, else those of its entry read whole (a lean one has only its

@@ -28,6 +28,9 @@ const (
 	// EventDone, except those still pending when the run ends early
 	// (recorded as skipped).
 	EventBegin
+	// EventRemoved: a temporary output of the phase (Message, its path)
+	// was removed, every phase of the run reading it having succeeded.
+	EventRemoved
 )
 
 // Event is one progress report.

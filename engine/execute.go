@@ -506,6 +506,12 @@ func (r *runner) store(ph *phaseRun, out *collected) error {
 	if len(out.inline.blobs) > 0 {
 		format = cache.EntryFormatInline
 	}
+	for _, f := range tree {
+		if f.Temporary {
+			format = cache.EntryFormatTemp
+			break
+		}
+	}
 	entry := &cache.Entry{
 		Format:     format,
 		Key:        ph.d.key,
@@ -529,7 +535,7 @@ func (r *runner) store(ph *phaseRun, out *collected) error {
 		// A blob was evicted (cairn cache gc) between being stored and
 		// being referenced: store the outputs again, once.
 		for _, f := range tree {
-			if _, inline := entry.InlineData(f.Digest); f.Type != cache.TypeFile || inline {
+			if _, inline := entry.InlineData(f.Digest); f.Type != cache.TypeFile || f.Temporary || inline {
 				continue
 			}
 			d, _, perr := c.PutFile(r.e.ws.Abs(f.Path))

@@ -208,7 +208,15 @@ type staging struct {
 func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
+	outer := store
 	for _, o := range p.Outputs {
+		// A temporary output is hashed (its digests enter the keys of the
+		// phases reading it) but not stored.
+		temp := p.IsTemporary(o.Path)
+		store := outer
+		if temp {
+			store = nil
+		}
 		abs := e.ws.Abs(o.Path)
 		fi, err := os.Lstat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -223,6 +231,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return nil, nil, err
 			}
+			f.Temporary = temp
 			tree = append(tree, f)
 			continue
 		}
@@ -238,6 +247,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return err
 			}
+			f.Temporary = temp
 			tree = append(tree, f)
 			return nil
 		})

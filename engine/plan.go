@@ -29,6 +29,11 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return e.plan(sel)
+}
+
+// plan is Plan for a resolved selection.
+func (e *Engine) plan(sel *selection) (*PlanResult, error) {
 	forced := sel.forced
 	order, err := e.spec.Graph.TopoOrder()
 	if err != nil {
@@ -101,19 +106,28 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 			}
 			switch d := decisions[i]; d.Action {
 			case ActionRun:
-				res.Run++
 				willRun[d.Phase] = true
-			case ActionCached:
-				res.Cached++
-				trees[d.Phase] = d.entry.Outputs
-			case ActionRestore:
-				res.Restore++
+			case ActionCached, ActionRestore:
+				// Also without its temporary outputs: their digests
+				// are in the entry, and a phase that runs again for
+				// them (settleTemporary) makes the same bytes.
 				trees[d.Phase] = d.entry.Outputs
 			}
 		}
 	}
 	if stop < len(todo) {
 		return nil, errs[stop]
+	}
+	e.settleTemporary(decisions)
+	for _, d := range decisions {
+		switch d.Action {
+		case ActionRun:
+			res.Run++
+		case ActionCached:
+			res.Cached++
+		case ActionRestore:
+			res.Restore++
+		}
 	}
 	if len(decisions) > 0 {
 		res.Decisions = decisions

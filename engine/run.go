@@ -72,6 +72,9 @@ type RunResult struct {
 	// result was not cached because inputs changed while they ran, and
 	// which ("input in.txt changed while the phase ran").
 	NotCached map[string]string
+	// TempRemoved counts the temporary outputs removed from the
+	// workspace, every phase of the run reading them having succeeded.
+	TempRemoved int
 }
 
 // PhaseError is the error of a failed phase: what failed and where its
@@ -276,6 +279,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		jobs = runtime.NumCPU()
 	}
 	r.storeSem = make(chan struct{}, jobs)
+	r.prepareTemporary()
 	r.schedule(ctx, jobs)
 	if f, ok := e.exec.(interface{ Flush() }); ok {
 		f.Flush()
@@ -339,6 +343,9 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	e.savePhaseKeys()
 	r.res.Status = status
 	r.res.StopReason = reason
+	if r.temps != nil {
+		r.res.TempRemoved = r.temps.removed
+	}
 	r.res.Duration = end.Sub(start)
 	return r.res, errors.Join(errs...)
 }
@@ -540,6 +547,9 @@ type runner struct {
 	// still be queued or running, by address.
 	prevJobs  map[string]*PhaseState
 	cancelRun context.CancelFunc
+
+	// temps tracks temporary outputs (see temporary.go); under mu.
+	temps *tempRun
 }
 
 // phaseResult is what a phase's goroutine tells the scheduler: that its
@@ -916,6 +926,22 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	for _, w := range d.warnings {
 		e.rep.Report(Event{Kind: EventWarning, Phase: addr, Message: w, Time: e.now()})
 	}
+	if len(d.tempGone) > 0 && d.Action != ActionRun {
+		if reasons := r.tempNeeded(addr); reasons != nil {
+			// A phase reading a temporary output that is gone runs: make
+			// it again. The result is stored with every component.
+			comps, cerr := e.fullComponents(p, d, up)
+			if cerr != nil {
+				return r.fail(addr, began, &PhaseError{Phase: addr, Err: cerr})
+			}
+			d.Action, d.Reasons, d.components, d.tempGone = ActionRun, reasons, comps, nil
+		} else {
+			for _, t := range d.tempGone {
+				d.Reasons = append(d.Reasons, fmt.Sprintf("temporary output %s is gone; no phase that runs needs it", t))
+			}
+			r.tempGone(addr, d.tempGone)
+		}
+	}
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Key = d.Key
 		ps.Reasons = d.Reasons
@@ -945,6 +971,9 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	if d.Action == ActionCached {
 		r.finish(addr, d, StatusCached, d.entry.Outputs, began)
 		return true
+	}
+	if msg := r.missingTemporary(addr); msg != "" {
+		return r.fail(addr, began, &PhaseError{Phase: addr, Err: errors.New(msg)})
 	}
 	return r.execute(ctx, p, d, up)
 }
@@ -1121,6 +1150,7 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 		}
 	})
 	e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: status, Reasons: d.Reasons, Duration: end.Sub(began), Time: end})
+	r.tempSucceeded(addr)
 }
 
 // paramsJSON renders params (canonical JSON values) as one JSON object

@@ -453,7 +453,9 @@ func Checkout(ws Workspace, c *cache.Dir, st *RunState) (*CheckoutResult, error)
 		restored := false
 		for _, o := range declaredOutputs(entry) {
 			part := treeOf(entry.Outputs, o)
-			if e.outputMatches(o, part) {
+			// A temporary output is not in the cache: the run removed
+			// it once the phases reading it were done.
+			if isTemporary(part) || e.outputMatches(o, part) {
 				continue
 			}
 			if err := e.restoreOutput(o, part, entry.Inline); err != nil {

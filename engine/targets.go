@@ -244,6 +244,21 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 			if err != nil {
 				return nil, err
 			}
+			var gone []string // temporary outputs gone that a selected phase reads
+			for _, t := range d.tempGone {
+				for _, dn := range e.spec.Graph.Downstream(addr) {
+					if sel.include[dn] && e.spec.Phase(dn).Reads(addr, t) {
+						gone = append(gone, t)
+						break
+					}
+				}
+			}
+			if len(gone) > 0 {
+				// The cache does not hold them: only running the
+				// phase makes them.
+				missing[addr] = gone
+				continue
+			}
 			if d.entry != nil {
 				if restore {
 					for _, o := range d.restore {

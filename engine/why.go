@@ -62,7 +62,16 @@ func (e *Engine) Why(names []string) ([]*Why, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, err := e.Plan(PlanOptions{Targets: addrs})
+	targets := addrs
+	for _, a := range addrs {
+		if len(e.spec.Phase(a).Temporary) > 0 {
+			// Whether the phase runs again for a temporary output that
+			// is gone depends on its dependants: plan them too.
+			targets = nil
+			break
+		}
+	}
+	plan, err := e.Plan(PlanOptions{Targets: targets})
 	if err != nil {
 		return nil, err
 	}

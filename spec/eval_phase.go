@@ -242,6 +242,9 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	if e, ok := attr("metrics"); ok {
 		diags = append(diags, evalMetrics(p, e, ctx)...)
 	}
+	if e, ok := attr("temporary"); ok {
+		diags = append(diags, evalTemporary(p, e, ctx)...)
+	}
 	if e, ok := attr("env"); ok {
 		env, d := evalStringMap(e, ctx, "env")
 		diags = append(diags, d...)

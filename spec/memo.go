@@ -32,7 +32,7 @@ import (
 // reach the disk; warnings must be shown every time).
 
 // memoFormat is the version of the memo's layout.
-const memoFormat = 4
+const memoFormat = 5
 
 // readLog records what evaluation read from outside the spec.
 type readLog struct {

@@ -168,6 +168,7 @@ func writePhase(w *binenc.Writer, p *Phase) {
 	}
 	writeStrMap(w, p.Params)
 	w.Strs(p.Metrics)
+	w.Strs(p.Temporary)
 	writeStrMap(w, p.Env)
 	w.Strs(p.SecretEnv)
 	w.Strs(p.PassEnv)
@@ -241,6 +242,7 @@ func readPhase(r *binenc.Reader) *Phase {
 	}
 	p.Params = readStrMap(r)
 	p.Metrics = r.Strs()
+	p.Temporary = r.Strs()
 	p.Env = readStrMap(r)
 	p.SecretEnv = r.Strs()
 	p.PassEnv = r.Strs()

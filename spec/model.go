@@ -125,6 +125,11 @@ type Phase struct {
 	// Metrics are the paths of the outputs that hold the phase's metrics
 	// (JSON objects), in declaration order: each is one of Outputs' paths.
 	Metrics []string
+	// Temporary are the paths of the outputs that are hashed but not
+	// stored in the cache, and removed from the workspace once the phases
+	// reading them in a run have succeeded, in declaration order: each is
+	// one of Outputs' paths.
+	Temporary []string
 	// Env holds declared environment variables (hashed into the key).
 	Env map[string]string
 	// SecretEnv and PassEnv are names passed through from the caller; they

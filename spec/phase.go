@@ -35,6 +35,7 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "for_each"},
 		{Name: "resources"},
 		{Name: "metrics"},
+		{Name: "temporary"},
 		{Name: "executor"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}, {Type: "slurm"}},
@@ -278,6 +279,9 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		}
 	}
 	diags = append(diags, linkPhases(s, raws)...)
+	if !diags.HasErrors() {
+		diags = append(diags, unreadTemporary(s)...)
+	}
 	diags = append(diags, checkResources(s, raws)...)
 	return diags
 }

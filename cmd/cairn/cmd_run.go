@@ -169,6 +169,9 @@ func summaryLine(res *engine.RunResult) string {
 		sort.Strings(names)
 		line += "; not cached (an input changed while it ran): " + strings.Join(names, ", ")
 	}
+	if res.TempRemoved > 0 {
+		line += "; removed " + plural(res.TempRemoved, "temporary output")
+	}
 	return line
 }
 

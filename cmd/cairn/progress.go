@@ -201,6 +201,8 @@ func eventLine(ev engine.Event) (line string, ok bool) {
 		line = stoppingLine(ev.Message)
 	case engine.EventDone:
 		line = doneLine(ev)
+	case engine.EventRemoved:
+		line = fmt.Sprintf("%s: removed temporary output %s", ev.Phase, ev.Message)
 	default:
 		return "", false
 	}

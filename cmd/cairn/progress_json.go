@@ -41,6 +41,7 @@ var eventNames = map[engine.EventKind]string{
 	engine.EventStopping: "stopping",
 	engine.EventRetry:    "retry",
 	engine.EventSpend:    "spend",
+	engine.EventRemoved:  "removed",
 }
 
 func (v *jsonView) Report(ev engine.Event) {
