@@ -278,7 +278,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.
-			d, err := e.mem.digestOf(f.Path, abs, st)
+			d, err := e.mem.digestOf(e.workCtx(), f.Path, abs, st)
 			if err != nil || d != f.Digest {
 				return false
 			}
@@ -317,7 +317,7 @@ func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache
 	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
-	if err := e.cache.RestoreTree(root, part, inline); err != nil {
+	if err := e.cache.RestoreTree(e.workCtx(), root, part, inline); err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
 	return nil

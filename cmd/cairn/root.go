@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -59,6 +60,10 @@ type globals struct {
 	// (run, resume, memo, logs); any other command is read-only or
 	// crash-safe by construction and exits at the first signal.
 	watchesCtx atomic.Bool
+	// starting is set by run and resume while they read the spec and open
+	// the cache, before they watch for signals themselves (graceful): a
+	// signal then ends cairn at once, saying that nothing ran.
+	starting atomic.Bool
 
 	warnMu sync.Mutex
 
@@ -138,8 +143,14 @@ func Main() int {
 				continue
 			}
 			if !g.watchesCtx.Load() {
-				// plan, validate, graph, cache verify...: nothing to
-				// clean up, and they do not watch the context.
+				// plan, validate, graph, cache verify..., and a run
+				// still reading its spec: nothing to clean up, and they
+				// do not watch the context.
+				msg := "cairn: interrupted"
+				if g.starting.Load() {
+					msg = "cairn: interrupted before the run started: nothing ran and no run record was written"
+				}
+				fmt.Fprintln(os.Stderr, msg)
 				os.Exit(exitStopped)
 			}
 			if cancelled {
@@ -366,6 +377,7 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	} else {
 		go func() { memories <- engine.LoadMemories(dir) }()
 	}
+	_ = failpoint.Hit("spec.read")
 	s, err := g.loadSpec()
 	if err != nil {
 		return nil, nil, err
