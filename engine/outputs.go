@@ -22,8 +22,17 @@ type MissingOutputsError struct {
 }
 
 func (e *MissingOutputsError) Error() string {
-	return fmt.Sprintf("phase %s exited 0 but did not produce declared output %s", e.Phase, strings.Join(quoteAll(e.Paths), ", "))
+	paths := quoteAll(e.Paths)
+	if len(paths) > maxListedPaths {
+		// Thousands of paths on one line help no one: the first few
+		// show the pattern.
+		paths = append(paths[:maxListedPaths:maxListedPaths], fmt.Sprintf("and %d more", len(e.Paths)-maxListedPaths))
+	}
+	return fmt.Sprintf("phase %s exited 0 but did not produce declared output %s", e.Phase, strings.Join(paths, ", "))
 }
+
+// maxListedPaths is how many paths an error lists before "and N more".
+const maxListedPaths = 10
 
 func quoteAll(s []string) []string {
 	out := make([]string, len(s))

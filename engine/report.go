@@ -110,10 +110,13 @@ type reportWatcher struct {
 	onChange func(total Spend)
 	onBad    func(lineNo int, line string, err error)
 
-	mu       sync.Mutex
-	off      int64
-	lineNo   int
-	partial  []byte
+	mu      sync.Mutex
+	off     int64
+	lineNo  int
+	partial []byte
+	// long is set while the rest of a line already reported as too long
+	// is skipped: it counts once, up to its newline.
+	long     bool
 	total    Spend
 	sawCost  bool
 	stop     chan struct{}
@@ -186,6 +189,10 @@ func (w *reportWatcher) poll(final bool) {
 	}
 }
 
+// maxReportLine is the longest report line read; a longer one is one bad
+// line.
+const maxReportLine = 64 << 10
+
 // readChunk takes the lines in up to 1 MiB read from f and reports
 // whether it reached the end of f. At the end of the final poll, a last
 // line without a newline counts too.
@@ -195,8 +202,18 @@ func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 	eof = len(buf) < chunk
 	w.off += int64(len(buf))
 	data := append(w.partial, buf...)
+	if w.long {
+		// The rest of a line reported as too long: skip to its end.
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			data = nil
+		} else {
+			data = data[i+1:]
+			w.long = false
+		}
+	}
 	changed := false
-	for {
+	for !w.long {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			break
@@ -208,11 +225,13 @@ func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 		changed = w.take(data) || changed
 		data = nil
 	}
-	if len(data) > 64<<10 {
-		// A line this long is not a report; count it as one bad line.
+	if len(data) > maxReportLine {
+		// A line this long is not a report; count it as one bad line,
+		// whatever its length.
 		w.lineNo++
 		w.onBad(w.lineNo, string(data[:80])+"...", errors.New("line longer than 64 KiB"))
 		data = nil
+		w.long = true
 	}
 	w.partial = append([]byte(nil), data...)
 	if changed && w.onChange != nil {

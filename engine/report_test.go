@@ -129,6 +129,41 @@ func TestReportWatcher(t *testing.T) {
 	}
 }
 
+// TestReportWatcherLongLine: a line longer than the watcher reads at once
+// counts as one bad line, and the lines after it keep their true numbers.
+func TestReportWatcherLongLine(t *testing.T) {
+	tests := map[string]struct {
+		content string
+		polls   int // polls before the final one
+		want    []int
+		total   Spend
+	}{
+		"3 MiB line":       {content: strings.Repeat("x", 3<<20) + "\n" + `{"cost": 1}` + "\nbad\n", want: []int{1, 3}, total: Spend{Cost: 1}},
+		"long line at end": {content: `{"cost": 1}` + "\n" + strings.Repeat("y", 2<<20), want: []int{2}, total: Spend{Cost: 1}},
+		"polled meanwhile": {content: strings.Repeat("z", 100<<10) + "\n" + strings.Repeat("z", 70<<10) + "\n" + `{"iterations": 2}` + "\n", polls: 2, want: []int{1, 2}, total: Spend{Iterations: 2}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var bad []int
+			w := newReportWatcher(path, 0, 0, time.Hour, nil, func(n int, _ string, _ error) { bad = append(bad, n) })
+			for range tt.polls {
+				w.poll(false)
+			}
+			total, _ := w.finish()
+			if diff := cmp.Diff(tt.want, bad); diff != "" {
+				t.Errorf("bad lines (-want +got):\n%s", diff)
+			}
+			if total != tt.total {
+				t.Errorf("total = %+v, want %+v", total, tt.total)
+			}
+		})
+	}
+}
+
 // FuzzParseReportLine: any bytes give a result or an error, never a
 // panic, and an accepted line has a usable spend.
 func FuzzParseReportLine(f *testing.F) {
