@@ -240,3 +240,70 @@ phase "p" {
 		t.Error("the phase ran after the Ctrl-C")
 	}
 }
+
+// TestHangup: SIGHUP (the terminal or ssh session closed) is a first
+// Ctrl-C: the running phase finishes and is cached, the next is not
+// started, cairn exits 130 with the closing line, and no process of the
+// phase is left behind, a background one it started included.
+func TestHangup(t *testing.T) {
+	w := newRelWS(t, `
+phase "a" {
+  command = <<-SH
+    sleep 300 &
+    touch started
+    while [ ! -e release ]; do sleep 0.01; done
+    echo a > a.txt
+  SH
+  outputs = ["a.txt"]
+}
+
+phase "b" {
+  inputs  = ["a.txt"]
+  command = "cat a.txt > b.txt"
+  outputs = ["b.txt"]
+}
+`)
+	var out bytes.Buffer
+	cmd := w.cmd(&out, "run")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.waitFiles("started")
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	stopping := make(chan struct{})
+	go func() {
+		defer close(stopping)
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			if st := w.states(); len(st) > 0 && st[len(st)-1].StopReason == engine.StopInterrupt {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	var err error
+	select {
+	case err = <-done:
+		// cairn died at the hangup instead of stopping gracefully.
+	case <-stopping:
+		w.write("release", "")
+		err = <-done
+	}
+	if code := exitCode(err); code != exitStopped {
+		t.Errorf("exit code %d, want %d\n%s", code, exitStopped, out.String())
+	}
+	if !strings.Contains(out.String(), "stopped (interrupt)") {
+		t.Errorf("no closing line:\n%s", out.String())
+	}
+	if left := w.phaseProcs(); len(left) > 0 {
+		t.Errorf("processes left behind after the hangup: %s", strings.Join(left, ", "))
+	}
+	st := w.latest()
+	if st.Status != engine.RunStopped || st.Phases["a"].Status != engine.StatusSucceeded || st.Phases["b"].Status != engine.StatusSkipped {
+		t.Errorf("run %s, a %s, b %s; want stopped, succeeded, skipped", st.Status, st.Phases["a"].Status, st.Phases["b"].Status)
+	}
+}

@@ -47,7 +47,7 @@ type globals struct {
 
 	stderr io.Writer
 
-	// stopCh is closed by the first SIGINT/SIGTERM when a command asked
+	// stopCh is closed by the first SIGINT/SIGTERM/SIGHUP when a command asked
 	// for a graceful stop (run, resume); otherwise the first signal
 	// cancels the context at once.
 	stopCh         chan struct{}
@@ -132,7 +132,10 @@ func Main() int {
 	defer signal.Stop(sigs)
 	sigReady := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP (a closed terminal or ssh session) is a first Ctrl-C too:
+		// by default it would end cairn at once, its phases with it and
+		// their background processes left running.
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		close(sigReady)
 		n := 0
 		cancelled, killed := false, false
