@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -19,12 +20,21 @@ var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); retur
 // and length of what it read. It does not use io.Copy, whose ReaderFrom and
 // WriterTo shortcuts bypass the hash or pick a 32 KiB buffer.
 func copyHashed(w io.Writer, r io.Reader) (Digest, int64, error) {
+	return copyHashedContext(context.Background(), w, r)
+}
+
+// copyHashedContext is copyHashed that stops with ctx's error, checked
+// before every buffer, once ctx is done.
+func copyHashedContext(ctx context.Context, w io.Writer, r io.Reader) (Digest, int64, error) {
 	bp := copyBufs.Get().(*[]byte)
 	defer copyBufs.Put(bp)
 	buf := *bp
 	h := sha256.New()
 	var n int64
 	for {
+		if err := ctx.Err(); err != nil {
+			return Digest{}, n, err
+		}
 		m, rerr := r.Read(buf)
 		if m > 0 {
 			h.Write(buf[:m])

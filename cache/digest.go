@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -110,17 +111,31 @@ func HashBytes(b []byte) Digest { return sha256.Sum256(b) }
 // with a large buffer, or, if it is a large regular file, through mappings
 // of it (hashMapped).
 func HashFile(path string) (Digest, int64, error) {
+	return HashFileContext(context.Background(), path)
+}
+
+// HashFileContext is HashFile that gives up with ctx's error once ctx is
+// done: it checks between windows of a mapped file and between buffers of
+// a read one, so a huge input does not hold up an interrupted run.
+func HashFileContext(ctx context.Context, path string) (Digest, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return Digest{}, 0, err
+	}
 	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		if d, n, ok := hashMapped(f, fi.Size()); ok {
+		d, n, ok, err := hashMapped(ctx, f, fi.Size())
+		if err != nil {
+			return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
+		}
+		if ok {
 			return d, n, nil
 		}
 	}
-	d, n, err := copyHashed(nil, f)
+	d, n, err := copyHashedContext(ctx, nil, f)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}

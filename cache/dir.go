@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Names inside the cache root. FORMAT.md describes each.
@@ -49,13 +51,36 @@ type Dir struct {
 	damagedFormat bool
 
 	remote *remoteCounters
-	memo   *EntryMemo // nil: every entry is read in full
-	packs  packWriter // the pack this Dir's entry puts append to (pack.go)
-	acFD   struct {   // the action cache directory, open (stamp_linux.go)
+	// remoteCtx, if set, ends downloads from the remote once it is done
+	// (see SetRemoteContext).
+	remoteCtx atomic.Pointer[context.Context]
+	memo      *EntryMemo // nil: every entry is read in full
+	packs     packWriter // the pack this Dir's entry puts append to (pack.go)
+	acFD      struct {   // the action cache directory, open (stamp_linux.go)
 		once    sync.Once
 		fd      int
 		cleanup runtime.Cleanup
 	}
+}
+
+// SetRemoteContext makes downloads from the remote (an entry and its
+// blobs filling a local miss) give up once ctx is done: the lookup is then
+// a miss. An interrupted run sets it so that a slow remote body does not
+// hold it up. nil restores the default (downloads are never cancelled).
+func (c *Dir) SetRemoteContext(ctx context.Context) {
+	if ctx == nil {
+		c.remoteCtx.Store(nil)
+		return
+	}
+	c.remoteCtx.Store(&ctx)
+}
+
+// fetchContext is the context downloads from the remote run under.
+func (c *Dir) fetchContext() context.Context {
+	if p := c.remoteCtx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
 }
 
 // UseEntryMemo makes GetEntryLean answer from m for entries whose file has

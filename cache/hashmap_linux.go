@@ -1,12 +1,15 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"os"
 	"runtime"
 	"runtime/debug"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cairn-run/cairn/internal/failpoint"
 )
 
 // A large file is hashed through a read-only mapping of the page cache,
@@ -31,10 +34,11 @@ var testHookMapped func()
 // is false when it did not hash it: f is small, or not mappable, or
 // shrank while mapped (reading a page past its new end raises SIGBUS,
 // which debug.SetPanicOnFault turns into a panic recovered here). f's
-// offset is not moved either way: the caller reads it instead.
-func hashMapped(f *os.File, size int64) (d Digest, n int64, ok bool) {
+// offset is not moved either way: the caller reads it instead. err is
+// ctx's error once ctx is done, checked before each window.
+func hashMapped(ctx context.Context, f *os.File, size int64) (d Digest, n int64, ok bool, err error) {
 	if size < mmapHashMin {
-		return Digest{}, 0, false
+		return Digest{}, 0, false, nil
 	}
 	var window []byte
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -46,16 +50,20 @@ func hashMapped(f *os.File, size int64) (d Digest, n int64, ok bool) {
 			if re, isRuntime := r.(runtime.Error); !isRuntime || !faulted(re) {
 				panic(r)
 			}
-			d, n, ok = Digest{}, 0, false
+			d, n, ok, err = Digest{}, 0, false, nil
 		}
 	}()
 	h := sha256.New()
 	fd := int(f.Fd())
 	for off := int64(0); off < size; off += mmapHashWindow {
+		if err := ctx.Err(); err != nil {
+			return Digest{}, 0, false, err
+		}
+		_ = failpoint.Hit("hash.window")
 		w := min(mmapHashWindow, size-off)
 		b, err := unix.Mmap(fd, off, int(w), unix.PROT_READ, unix.MAP_SHARED)
 		if err != nil {
-			return Digest{}, 0, false
+			return Digest{}, 0, false, nil
 		}
 		window = b
 		_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
@@ -65,11 +73,11 @@ func hashMapped(f *os.File, size int64) (d Digest, n int64, ok bool) {
 		h.Write(b)
 		window = nil
 		if err := unix.Munmap(b); err != nil {
-			return Digest{}, 0, false
+			return Digest{}, 0, false, nil
 		}
 	}
 	h.Sum(d[:0])
-	return d, size, true
+	return d, size, true, nil
 }
 
 // faulted reports whether e is the panic of a memory fault (what

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"time"
+
+	"github.com/cairn-run/cairn/internal/failpoint"
 )
 
 // Restore writes through an [os.Root]: every open, mkdir, symlink and
@@ -28,8 +31,10 @@ import (
 // an existing file at a file's path is replaced, never written through.
 // Each file is verified against its digest before it gets its name (see
 // [Dir.RestoreFile]). A file whose blob is in inline (the entry's inline
-// blobs, [Entry.Inline]) is written from there, else from cas/.
-func (c *Dir) RestoreTree(root *os.Root, files []OutputFile, inline []InlineBlob) error {
+// blobs, [Entry.Inline]) is written from there, else from cas/. Once ctx
+// is done it stops before the next entry with ctx's error, leaving the
+// entries written so far (the next restore replaces them).
+func (c *Dir) RestoreTree(ctx context.Context, root *os.Root, files []OutputFile, inline []InlineBlob) error {
 	if err := checkOutputs(files); err != nil {
 		return fmt.Errorf("cache restore into %s: refusing the tree: %w", root.Name(), err)
 	}
@@ -39,6 +44,10 @@ func (c *Dir) RestoreTree(root *os.Root, files []OutputFile, inline []InlineBlob
 		}
 	}
 	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("cache restore into %s: %w", root.Name(), err)
+		}
+		_ = failpoint.Hit("restore.entry")
 		if err := c.restoreEntry(root, f, inline); err != nil {
 			return fmt.Errorf("cache restore %s into %s: %w", f.Path, root.Name(), err)
 		}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -205,7 +206,7 @@ func TestRestoreRejectsHostileTrees(t *testing.T) {
 			}
 
 			a := newRestoreArena(t)
-			err = c.RestoreTree(a.root(t), tree, nil)
+			err = c.RestoreTree(context.Background(), a.root(t), tree, nil)
 			if err == nil {
 				t.Fatal("RestoreTree accepted the tree")
 			}
@@ -371,7 +372,7 @@ func TestRestoreLinksInWorkspace(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := c.RestoreTree(a.root(t), tc.tree, nil)
+			err := c.RestoreTree(context.Background(), a.root(t), tc.tree, nil)
 			if n, what := a.escapes(t); n != 0 {
 				escapes += n
 				t.Errorf("restore reached outside dest: %s", what)
@@ -410,7 +411,7 @@ func TestRestoreSymlinkSwapRace(t *testing.T) {
 	a := newRestoreArena(t)
 	root := a.root(t)
 	ours := swapRace(t, a, races, 1000, func(i int) error {
-		return c.RestoreTree(root, []OutputFile{
+		return c.RestoreTree(context.Background(), root, []OutputFile{
 			{Path: "sub", Type: TypeDir, Mode: 0o755},
 			{Path: fmt.Sprintf("sub/f%05d", i), Type: TypeFile, Mode: 0o644, Digest: d, Size: int64(len(content))},
 		}, nil)
@@ -563,7 +564,7 @@ func FuzzRestoreTree(f *testing.F) {
 		if err := os.Symlink("../sentinel", filepath.Join(a.dest, "out")); err != nil {
 			t.Fatal(err)
 		}
-		_ = c.RestoreTree(a.root(t), tree, nil)
+		_ = c.RestoreTree(context.Background(), a.root(t), tree, nil)
 		if n, what := a.escapes(t); n != 0 {
 			t.Fatalf("tree %q reached outside dest: %s", text, what)
 		}

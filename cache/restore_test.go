@@ -2,6 +2,7 @@ package cache
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -418,7 +419,7 @@ func TestRestoreTreeInline(t *testing.T) {
 		{Path: "out", Type: TypeDir, Mode: 0o755},
 		{Path: "out/a.txt", Type: TypeFile, Mode: 0o751, Digest: d, Size: int64(len(data))},
 	}
-	if err := c.RestoreTree(root, tree, []InlineBlob{{Digest: d, Data: data}}); err != nil {
+	if err := c.RestoreTree(context.Background(), root, tree, []InlineBlob{{Digest: d, Data: data}}); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dst, "out", "a.txt")
@@ -429,11 +430,11 @@ func TestRestoreTreeInline(t *testing.T) {
 	if st, _ := os.Stat(p); st.Mode().Perm() != 0o751 {
 		t.Errorf("restored mode %v, want 0751", st.Mode().Perm())
 	}
-	if err := c.RestoreTree(root, tree, nil); !errors.Is(err, ErrNotFound) {
+	if err := c.RestoreTree(context.Background(), root, tree, nil); !errors.Is(err, ErrNotFound) {
 		t.Errorf("restore without the inline blob (cas/ lacks it) = %v, want ErrNotFound", err)
 	}
 	os.WriteFile(p, []byte("mine\n"), 0o644)
-	err = c.RestoreTree(root, tree, []InlineBlob{{Digest: d, Data: []byte("tampered\n")}})
+	err = c.RestoreTree(context.Background(), root, tree, []InlineBlob{{Digest: d, Data: []byte("tampered\n")}})
 	if !errors.Is(err, ErrCorrupt) {
 		t.Errorf("restore of tampered inline content = %v, want ErrCorrupt", err)
 	}

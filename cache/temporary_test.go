@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"os"
 	"testing"
@@ -59,10 +60,10 @@ func TestEntryWithTemporaryOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer root.Close()
-	if err := c.RestoreTree(root, got.Outputs[:1], nil); err != nil {
+	if err := c.RestoreTree(context.Background(), root, got.Outputs[:1], nil); err != nil {
 		t.Errorf("restore of the stored output: %v", err)
 	}
-	if err := c.RestoreTree(root, got.Outputs[1:], nil); !errors.Is(err, ErrTemporary) {
+	if err := c.RestoreTree(context.Background(), root, got.Outputs[1:], nil); !errors.Is(err, ErrTemporary) {
 		t.Errorf("restore of the temporary output = %v, want ErrTemporary", err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+
+	"github.com/cairn-run/cairn/internal/failpoint"
 )
 
 // This file is the second cache level: how a local miss is filled from the
@@ -50,7 +52,7 @@ func (c *Dir) Remote() Remote { return c.opts.Remote }
 
 // fetchEntry fills a local miss for key from the remote.
 func (c *Dir) fetchEntry(key ActionID) (*Entry, error) {
-	ctx := context.Background()
+	ctx := c.fetchContext()
 	r := c.opts.Remote
 	b, err := r.GetEntry(ctx, key)
 	if err != nil {
@@ -102,6 +104,7 @@ func (c *Dir) fetchBlob(ctx context.Context, d Digest, size int64) error {
 		return err
 	}
 	defer body.Close()
+	_ = failpoint.Hit("remote.read")
 	limit := int64(maxUnsizedBlob)
 	if size >= 0 {
 		limit = size
@@ -126,7 +129,7 @@ func (c *Dir) FetchBlob(d Digest) error {
 	if c.opts.Remote == nil {
 		return ErrNotFound
 	}
-	return c.fetchBlob(context.Background(), d, -1)
+	return c.fetchBlob(c.fetchContext(), d, -1)
 }
 
 // rejectRemote counts and reports a bad object from the remote.

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -256,7 +257,7 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 			return cache.Digest{}, nil, err
 		}
 	}
-	d, err := m.digestOf(key, abs, statOf(fi))
+	d, err := m.digestOf(context.Background(), key, abs, statOf(fi))
 	if err != nil {
 		return cache.Digest{}, nil, err
 	}
@@ -264,12 +265,13 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 }
 
 // digestOf is DigestStat with the file's stat as the memory compares it.
-func (m *Memory) digestOf(key, abs string, st fileStat) (cache.Digest, error) {
+// Hashing stops with ctx's error once ctx is done.
+func (m *Memory) digestOf(ctx context.Context, key, abs string, st fileStat) (cache.Digest, error) {
 	if d, ok := m.Lookup(key, st); ok {
 		return d, nil
 	}
 	hashedAt := m.now()
-	d, _, err := cache.HashFile(abs)
+	d, _, err := cache.HashFileContext(ctx, abs)
 	if err != nil {
 		return cache.Digest{}, err
 	}

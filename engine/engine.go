@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -28,9 +29,12 @@ type Engine struct {
 	hashWorkers int
 	lastKeys    *keyIndex
 	phaseKeys   *phaseKeys
-	entries     *cache.EntryMemo  // nil without a cache
-	session     *cache.Session    // records the run's hits and puts for gc and stats; nil when planning
-	producer    map[string]string // output path -> phase address
+	entries     *cache.EntryMemo // nil without a cache
+	session     *cache.Session   // records the run's hits and puts for gc and stats; nil when planning
+	// work, set while Run runs, is done once the run is interrupted: the
+	// engine's own long steps (hashing, restoring, downloading) stop then.
+	work     context.Context
+	producer map[string]string // output path -> phase address
 	// executors holds the other executors by name (spec.ExecutorSlurm).
 	executors map[string]Executor
 }
@@ -254,4 +258,12 @@ func (ki *keyIndex) save() error {
 	}
 	ki.dirty = false
 	return nil
+}
+
+// workCtx is the context the engine's own steps stop on (see work).
+func (e *Engine) workCtx() context.Context {
+	if e.work != nil {
+		return e.work
+	}
+	return context.Background()
 }

@@ -130,6 +130,18 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 	}
 }
 
+// maxReportWarnings is how many bad report lines of a phase are warned
+// about one by one: a phase writing binary into $CAIRN_REPORT would
+// otherwise bury the run's output under them.
+const maxReportWarnings = 10
+
+func pluralWord(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
 // phaseRun is what the attempts of one phase share.
 type phaseRun struct {
 	p          *spec.Phase
@@ -142,10 +154,14 @@ type phaseRun struct {
 	ckpt       string
 	spent      Spend // over all attempts
 	sawCost    bool
-	stdout     string
-	stderr     string
-	duration   time.Duration
-	metrics    json.RawMessage // read when the command succeeded
+	// badReports counts the bad report lines warned about, over all
+	// attempts; past maxReportWarnings they are only counted (badHidden)
+	// and summed up in one warning when the attempt ends.
+	badReports, badHidden int
+	stdout                string
+	stderr                string
+	duration              time.Duration
+	metrics               json.RawMessage // read when the command succeeded
 	// The last attempt wrote nothing to stdout, stderr.
 	stdoutEmpty, stderrEmpty bool
 }
@@ -260,6 +276,11 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 			}
 		},
 		func(n int, line string, err error) {
+			if ph.badReports >= maxReportWarnings {
+				ph.badHidden++
+				return
+			}
+			ph.badReports++
 			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
 		})
@@ -315,6 +336,11 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	ph.stdoutEmpty, ph.stderrEmpty = stdoutF.empty(), stderrF.empty()
 	_, saw := watcher.finish()
 	ph.sawCost = ph.sawCost || saw
+	if ph.badHidden > 0 {
+		e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
+			Message: fmt.Sprintf("phase %s: %s: and %d more bad report %s, ignored", addr, e.ws.Rel(ph.reportPath), ph.badHidden, pluralWord(ph.badHidden, "line", "lines"))})
+		ph.badHidden = 0
+	}
 	ph.reportOff, ph.reportLine = watcher.position()
 	end := e.now()
 	ph.duration = end.Sub(start)

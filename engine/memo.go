@@ -126,7 +126,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given")
 	}
-	tmpDir, err := os.MkdirTemp("", "cairn-memo-")
+	tmpDir, err := memoTempDir()
 	if err != nil {
 		return nil, err
 	}
@@ -334,4 +334,23 @@ func leakedSecret(environ []string, path string) string {
 			buf = buf[:copy(buf, buf[len(buf)-keep:])]
 		}
 	}
+}
+
+// memoTempDir makes the directory holding a memoised call's stdout and
+// report while it runs: in $TMPDIR, or, if that is not usable (a
+// directory that does not exist), in /tmp, as if TMPDIR were unset. A
+// plain phase needs no temp directory of cairn's, so a bad TMPDIR is the
+// command's business (it gets TMPDIR as it is), not a reason for cairn
+// memo to fail without running it.
+func memoTempDir() (string, error) {
+	dir, err := os.MkdirTemp("", "cairn-memo-")
+	if err == nil {
+		return dir, nil
+	}
+	if os.TempDir() != "/tmp" {
+		if dir, err2 := os.MkdirTemp("/tmp", "cairn-memo-"); err2 == nil {
+			return dir, nil
+		}
+	}
+	return "", fmt.Errorf("make a temp directory: %w (set TMPDIR to a writable directory)", err)
 }

@@ -22,8 +22,17 @@ type MissingOutputsError struct {
 }
 
 func (e *MissingOutputsError) Error() string {
-	return fmt.Sprintf("phase %s exited 0 but did not produce declared output %s", e.Phase, strings.Join(quoteAll(e.Paths), ", "))
+	paths := quoteAll(e.Paths)
+	if len(paths) > maxListedPaths {
+		// Thousands of paths on one line help no one: the first few
+		// show the pattern.
+		paths = append(paths[:maxListedPaths:maxListedPaths], fmt.Sprintf("and %d more", len(e.Paths)-maxListedPaths))
+	}
+	return fmt.Sprintf("phase %s exited 0 but did not produce declared output %s", e.Phase, strings.Join(paths, ", "))
 }
+
+// maxListedPaths is how many paths an error lists before "and N more".
+const maxListedPaths = 10
 
 func quoteAll(s []string) []string {
 	out := make([]string, len(s))
@@ -349,7 +358,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.
-			d, err := e.mem.digestOf(f.Path, abs, st)
+			d, err := e.mem.digestOf(e.workCtx(), f.Path, abs, st)
 			if err != nil || d != f.Digest {
 				return false
 			}
@@ -388,7 +397,7 @@ func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache
 	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
 		return e.outputPathError("restore", o, err)
 	}
-	if err := e.cache.RestoreTree(root, part, inline); err != nil {
+	if err := e.cache.RestoreTree(e.workCtx(), root, part, inline); err != nil {
 		return e.outputPathError("restore", o, err)
 	}
 	return nil

@@ -18,10 +18,39 @@ type Spend struct {
 	Iterations int64   `json:"iterations"`
 }
 
+// CostBound is the largest cost cairn accepts on a report line and the
+// most any sum of costs (a phase's, a run's ledger) reaches: beyond it a
+// float loses the cents, and far beyond it a sum becomes +Inf, which no
+// run record can hold.
+const CostBound = 1e15
+
 // Add returns s plus o. Costs are rounded to nine decimals, so that sums
-// of decimal amounts (0.1 + 0.2) read as users expect.
+// of decimal amounts (0.1 + 0.2) read as users expect. The cost stops at
+// CostBound and the iterations at the largest int64, so a sum is always a
+// number a run record can hold.
 func (s Spend) Add(o Spend) Spend {
-	return Spend{Cost: roundCost(s.Cost + o.Cost), Iterations: s.Iterations + o.Iterations}
+	it := s.Iterations + o.Iterations
+	if o.Iterations > 0 && s.Iterations > math.MaxInt64-o.Iterations {
+		it = math.MaxInt64
+	}
+	return Spend{Cost: addCost(s.Cost, o.Cost), Iterations: it}
+}
+
+// addCost returns a+b, rounded, at most CostBound; a cost that is not a
+// number counts as 0.
+func addCost(a, b float64) float64 {
+	if math.IsNaN(a) {
+		a = 0
+	}
+	if math.IsNaN(b) {
+		b = 0
+	}
+	if c := a + b; c > CostBound {
+		return CostBound
+	} else if c < -CostBound {
+		return -CostBound
+	}
+	return roundCost(a + b)
 }
 
 func roundCost(f float64) float64 { return math.Round(f*1e9) / 1e9 }
@@ -35,8 +64,8 @@ type ReportLine struct {
 }
 
 // ParseReportLine parses one $CAIRN_REPORT line: a JSON object with
-// optional numeric "cost" (finite, zero or more) and "iterations" (a
-// whole number, zero or more).
+// optional numeric "cost" (zero or more, at most CostBound) and
+// "iterations" (a whole number, zero or more).
 func ParseReportLine(line []byte) (ReportLine, error) {
 	var raw map[string]json.RawMessage
 	line = bytes.TrimSpace(line)
@@ -52,8 +81,13 @@ func ParseReportLine(line []byte) (ReportLine, error) {
 		if err := json.Unmarshal(v, &f); err != nil {
 			return ReportLine{}, fmt.Errorf("cost %s is not a number", v)
 		}
-		if f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		switch {
+		case math.IsInf(f, 0) || math.IsNaN(f):
+			return ReportLine{}, fmt.Errorf("cost %s is not a finite number", v)
+		case f < 0:
 			return ReportLine{}, fmt.Errorf("cost %s is negative", v)
+		case f > CostBound:
+			return ReportLine{}, fmt.Errorf("cost %s is above %g, the largest cost cairn records; report it in a larger unit", v, float64(CostBound))
 		}
 		r.Cost, r.HasCost = f, true
 	}
@@ -76,10 +110,13 @@ type reportWatcher struct {
 	onChange func(total Spend)
 	onBad    func(lineNo int, line string, err error)
 
-	mu       sync.Mutex
-	off      int64
-	lineNo   int
-	partial  []byte
+	mu      sync.Mutex
+	off     int64
+	lineNo  int
+	partial []byte
+	// long is set while the rest of a line already reported as too long
+	// is skipped: it counts once, up to its newline.
+	long     bool
 	total    Spend
 	sawCost  bool
 	stop     chan struct{}
@@ -152,6 +189,10 @@ func (w *reportWatcher) poll(final bool) {
 	}
 }
 
+// maxReportLine is the longest report line read; a longer one is one bad
+// line.
+const maxReportLine = 64 << 10
+
 // readChunk takes the lines in up to 1 MiB read from f and reports
 // whether it reached the end of f. At the end of the final poll, a last
 // line without a newline counts too.
@@ -161,8 +202,18 @@ func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 	eof = len(buf) < chunk
 	w.off += int64(len(buf))
 	data := append(w.partial, buf...)
+	if w.long {
+		// The rest of a line reported as too long: skip to its end.
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			data = nil
+		} else {
+			data = data[i+1:]
+			w.long = false
+		}
+	}
 	changed := false
-	for {
+	for !w.long {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			break
@@ -174,11 +225,13 @@ func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 		changed = w.take(data) || changed
 		data = nil
 	}
-	if len(data) > 64<<10 {
-		// A line this long is not a report; count it as one bad line.
+	if len(data) > maxReportLine {
+		// A line this long is not a report; count it as one bad line,
+		// whatever its length.
 		w.lineNo++
 		w.onBad(w.lineNo, string(data[:80])+"...", errors.New("line longer than 64 KiB"))
 		data = nil
+		w.long = true
 	}
 	w.partial = append([]byte(nil), data...)
 	if changed && w.onChange != nil {

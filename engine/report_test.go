@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,8 @@ func TestParseReportLine(t *testing.T) {
 		"truncated":     {line: `{"cost": 0.`, wantErr: "not a JSON object"},
 		"string cost":   {line: `{"cost": "1"}`, wantErr: "cost \"1\" is not a number"},
 		"negative cost": {line: `{"cost": -1}`, wantErr: "negative"},
+		"huge cost":     {line: `{"cost": 1e300}`, wantErr: "above 1e+15"},
+		"cost at bound": {line: `{"cost": 1e15}`, want: ReportLine{Spend: Spend{Cost: 1e15}, HasCost: true}},
 		"float iters":   {line: `{"iterations": 1.5}`, wantErr: "not a whole number"},
 		"negative iter": {line: `{"iterations": -2}`, wantErr: "not a whole number"},
 	}
@@ -44,6 +47,43 @@ func TestParseReportLine(t *testing.T) {
 				t.Errorf("ParseReportLine(%q) (-want +got):\n%s", tt.line, diff)
 			}
 		})
+	}
+}
+
+// TestSpendAddBounded: sums never leave the range a run record can hold.
+func TestSpendAddBounded(t *testing.T) {
+	tests := map[string]struct {
+		a, b, want Spend
+	}{
+		"decimals":         {a: Spend{Cost: 0.1}, b: Spend{Cost: 0.2}, want: Spend{Cost: 0.3}},
+		"bound reached":    {a: Spend{Cost: CostBound}, b: Spend{Cost: CostBound}, want: Spend{Cost: CostBound}},
+		"huge sum":         {a: Spend{Cost: 1e300}, b: Spend{Cost: 1e300}, want: Spend{Cost: CostBound}},
+		"inf":              {a: Spend{Cost: math.Inf(1)}, b: Spend{Cost: 1}, want: Spend{Cost: CostBound}},
+		"nan":              {a: Spend{Cost: math.NaN()}, b: Spend{Cost: 2}, want: Spend{Cost: 2}},
+		"iterations":       {a: Spend{Iterations: math.MaxInt64 - 1}, b: Spend{Iterations: 5}, want: Spend{Iterations: math.MaxInt64}},
+		"iterations exact": {a: Spend{Iterations: 3}, b: Spend{Iterations: 4}, want: Spend{Iterations: 7}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.a.Add(tt.b)); diff != "" {
+				t.Errorf("%+v.Add(%+v) (-want +got):\n%s", tt.a, tt.b, diff)
+			}
+		})
+	}
+}
+
+// TestStateEncodesNonFiniteCost: a cost that is not finite never stops
+// the run record from being written.
+func TestStateEncodesNonFiniteCost(t *testing.T) {
+	max := math.Inf(1)
+	st := &RunState{RunID: "r", Status: RunSucceeded, MaxCost: &max, Spent: Spend{Cost: math.Inf(1)},
+		Phases: map[string]*PhaseState{"a": {Status: StatusSucceeded, Cost: math.Inf(1)}, "b": {Status: StatusSucceeded, Cost: math.NaN()}}}
+	b, err := marshalState(st)
+	if err != nil {
+		t.Fatalf("marshalState: %v", err)
+	}
+	if !strings.Contains(string(b), `"cost": 1000000000000000`) {
+		t.Errorf("an infinite cost is not written as the bound:\n%s", b)
 	}
 }
 
@@ -86,6 +126,41 @@ func TestReportWatcher(t *testing.T) {
 	w2 := newReportWatcher(path, off, line, time.Hour, nil, func(int, string, error) {})
 	if total, _ := w2.finish(); total != (Spend{Cost: 1}) {
 		t.Errorf("second attempt total = %+v, want cost 1", total)
+	}
+}
+
+// TestReportWatcherLongLine: a line longer than the watcher reads at once
+// counts as one bad line, and the lines after it keep their true numbers.
+func TestReportWatcherLongLine(t *testing.T) {
+	tests := map[string]struct {
+		content string
+		polls   int // polls before the final one
+		want    []int
+		total   Spend
+	}{
+		"3 MiB line":       {content: strings.Repeat("x", 3<<20) + "\n" + `{"cost": 1}` + "\nbad\n", want: []int{1, 3}, total: Spend{Cost: 1}},
+		"long line at end": {content: `{"cost": 1}` + "\n" + strings.Repeat("y", 2<<20), want: []int{2}, total: Spend{Cost: 1}},
+		"polled meanwhile": {content: strings.Repeat("z", 100<<10) + "\n" + strings.Repeat("z", 70<<10) + "\n" + `{"iterations": 2}` + "\n", polls: 2, want: []int{1, 2}, total: Spend{Iterations: 2}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "r.jsonl")
+			if err := os.WriteFile(path, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var bad []int
+			w := newReportWatcher(path, 0, 0, time.Hour, nil, func(n int, _ string, _ error) { bad = append(bad, n) })
+			for range tt.polls {
+				w.poll(false)
+			}
+			total, _ := w.finish()
+			if diff := cmp.Diff(tt.want, bad); diff != "" {
+				t.Errorf("bad lines (-want +got):\n%s", diff)
+			}
+			if total != tt.total {
+				t.Errorf("total = %+v, want %+v", total, tt.total)
+			}
+		})
 	}
 }
 

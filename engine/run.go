@@ -241,6 +241,27 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	r.ledger = spentBefore
 	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
 
+	// cairn's own long steps (hashing inputs, restoring outputs,
+	// downloading from the remote) stop at the first interrupt or stop
+	// request: unlike a phase's command, there is nothing of them worth
+	// finishing, and a huge input would otherwise hold the run up.
+	work, cancelWork := context.WithCancel(ctx)
+	defer cancelWork()
+	r.cancelWork = cancelWork
+	e.work = work
+	e.cache.SetRemoteContext(work)
+	defer func() {
+		e.work = nil
+		e.cache.SetRemoteContext(nil)
+	}()
+
+	// Stop requests: the caller's channel and a "stop" file that cairn
+	// stop writes into the run's folder. They are watched from here on,
+	// so an interrupt while outputs outside --only are restored counts.
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go r.watchStop(watchDone)
+
 	// Phases outside an --only selection are satisfied from the workspace
 	// or the cache before anything starts.
 	if len(sel.outside) > 0 {
@@ -249,7 +270,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		if err == nil {
 			trees, err = e.satisfyOutside(sel, true)
 		}
-		if err != nil {
+		if err != nil && r.interrupted(err) {
+			// Nothing starts; the run ends stopped below.
+			err = nil
+		} else if err != nil {
 			r.state.update(func(st *RunState) {
 				st.Status = RunFailed
 				for _, ps := range st.Phases {
@@ -264,12 +288,6 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			r.trees[a] = t
 		}
 	}
-
-	// Stop requests: the caller's channel and a "stop" file that cairn
-	// stop writes into the run's folder.
-	watchDone := make(chan struct{})
-	defer close(watchDone)
-	go r.watchStop(watchDone)
 
 	jobs := opts.Jobs
 	if jobs <= 0 {
@@ -364,10 +382,12 @@ func (r *runner) watchStop(done <-chan struct{}) {
 			return
 		case <-stopC:
 			r.requestStop(StopInterrupt)
+			r.cancelWork()
 			stopC = nil
 		case <-t.C:
 			if _, err := os.Stat(stopFile); err == nil {
 				r.requestStop(StopRequest)
+				r.cancelWork()
 				if b, _ := os.ReadFile(stopFile); bytes.HasPrefix(b, []byte(StopCancelMark)) {
 					r.cancelRun()
 					return
@@ -391,6 +411,12 @@ func (r *runner) requestStop(reason string) {
 		r.state.update(func(st *RunState) { st.StopReason = reason })
 		r.e.rep.Report(Event{Kind: EventStopping, Message: reason, Time: r.e.now()})
 	})
+}
+
+// interrupted reports whether err ended one of cairn's own steps because
+// the run was interrupted or asked to stop (see Run's work context).
+func (r *runner) interrupted(err error) bool {
+	return err != nil && r.e.work != nil && r.e.work.Err() != nil && errors.Is(err, r.e.work.Err())
 }
 
 func (r *runner) stopReason() string {
@@ -550,6 +576,8 @@ type runner struct {
 
 	// temps tracks temporary outputs (see temporary.go); under mu.
 	temps *tempRun
+	// cancelWork ends cairn's own steps (see Run's work context).
+	cancelWork context.CancelFunc
 }
 
 // phaseResult is what a phase's goroutine tells the scheduler: that its
@@ -920,6 +948,12 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	if testHookDecided != nil {
 		testHookDecided(addr)
 	}
+	if err != nil && r.interrupted(err) {
+		// Stopped while hashing its inputs or reading the cache: it
+		// stays pending, as a phase never started does.
+		r.markNotStarted(addr)
+		return false
+	}
 	if err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
@@ -946,6 +980,12 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		ps.Key = d.Key
 		ps.Reasons = d.Reasons
 	})
+	if d.Action != ActionCached && slot && (r.stopping() || ctx.Err() != nil) {
+		// The run was stopped while the phase decided: like a phase
+		// refused its slot, it does not start.
+		r.markNotStarted(addr)
+		return false
+	}
 	if d.Action != ActionCached && !slot && !r.takeSlot(addr) {
 		return false // pending: no new command may start
 	}
@@ -955,6 +995,15 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		if err == nil {
 			r.finish(addr, d, StatusRestored, d.entry.Outputs, began)
 			return true
+		}
+		if r.interrupted(err) {
+			end := e.now()
+			r.state.phase(addr, func(ps *PhaseState) {
+				ps.Status = StatusStopped
+				ps.Error = "stopped: the run was interrupted while its outputs were restored from the cache; cairn resume restores them"
+			})
+			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Duration: end.Sub(began), Time: end})
+			return false
 		}
 		// The cache could not give the outputs back (a corrupt blob was
 		// moved aside): run the phase instead.
@@ -1091,6 +1140,13 @@ func (r *runner) takeSlot(addr string) bool {
 	if <-grant {
 		return true
 	}
+	r.markNotStarted(addr)
+	return false
+}
+
+// markNotStarted leaves a phase pending, recorded as a phase never started
+// is, without the key and reasons of its decision.
+func (r *runner) markNotStarted(addr string) {
 	r.state.phase(addr, func(ps *PhaseState) {
 		ps.Key = ""
 		ps.Reasons = nil
@@ -1101,7 +1157,6 @@ func (r *runner) takeSlot(addr string) bool {
 	}
 	r.notStarted[addr] = true
 	r.mu.Unlock()
-	return false
 }
 
 // testHookYielded, set by tests only, is called when a phase has given

@@ -51,6 +51,11 @@ func appendPhases(out []byte, phases map[string]*PhaseState) ([]byte, error) {
 // appendPhase appends one phase's object, as a member value at
 // phasesIndent.
 func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
+	if ps != nil && finiteCost(ps.Cost) != ps.Cost {
+		cp := *ps
+		cp.Cost = finiteCost(cp.Cost)
+		ps = &cp
+	}
 	if ps == nil || ps.Cost != 0 || ps.Metrics != nil || ps.Params != nil {
 		b, err := json.MarshalIndent(ps, phasesIndent, "  ")
 		if err != nil {
@@ -253,7 +258,10 @@ func appendStrings(out []byte, l []string, in string) []byte {
 
 // appendFloat appends f as encoding/json writes a float64: 0 directly,
 // anything else through encoding/json (its format has special cases).
+// A value JSON cannot hold is written as finiteCost makes it, so that a
+// run record is always saved.
 func appendFloat(out []byte, f float64) ([]byte, error) {
+	f = finiteCost(f)
 	if f == 0 && !math.Signbit(f) {
 		return append(out, '0'), nil
 	}
@@ -262,4 +270,20 @@ func appendFloat(out []byte, f float64) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, b...), nil
+}
+
+// finiteCost is f if it is finite; else 0 for NaN and CostBound (or its
+// negative) for an infinity. Report lines and sums never give such a
+// value (see ParseReportLine, Spend.Add); this keeps the run record
+// writable should one get through.
+func finiteCost(f float64) float64 {
+	switch {
+	case math.IsNaN(f):
+		return 0
+	case math.IsInf(f, 1):
+		return CostBound
+	case math.IsInf(f, -1):
+		return -CostBound
+	}
+	return f
 }

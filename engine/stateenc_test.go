@@ -303,9 +303,26 @@ func TestStateHeaderMatchesJSON(t *testing.T) {
 			t.Errorf("%s (-encoding/json +direct):\n%s", tt.name, diff)
 		}
 	}
-	// What encoding/json refuses, the direct encoding refuses too.
+	// A cost JSON cannot hold is written as finiteCost makes it: a run
+	// record is always saved.
+	bound := float64(CostBound)
+	for _, c := range []struct{ st, want *RunState }{
+		{&RunState{MaxCost: new(math.NaN())}, &RunState{MaxCost: new(0.0)}},
+		{&RunState{Spent: Spend{Cost: math.Inf(1)}}, &RunState{Spent: Spend{Cost: bound}}},
+		{&RunState{SpentBefore: Spend{Cost: math.Inf(-1)}}, &RunState{SpentBefore: Spend{Cost: -bound}}},
+	} {
+		var enc stateEncoder
+		got, err := enc.marshal(c.st)
+		if err != nil {
+			t.Fatalf("%+v: %v", c.st, err)
+		}
+		if diff := cmp.Diff(string(referenceState(t, c.want)), string(got)); diff != "" {
+			t.Errorf("%+v (-want +got):\n%s", c.st, diff)
+		}
+	}
+	// Other values encoding/json refuses, the direct encoding refuses too.
 	bad := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
-	for _, st := range []*RunState{{Started: bad}, {Ended: &bad}, {MaxCost: new(math.NaN())}, {Spent: Spend{Cost: math.Inf(1)}}} {
+	for _, st := range []*RunState{{Started: bad}, {Ended: &bad}} {
 		if _, err := json.MarshalIndent(st, "", "  "); err == nil {
 			t.Fatalf("encoding/json took %+v", st)
 		}

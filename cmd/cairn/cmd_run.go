@@ -77,14 +77,18 @@ cairn resume continues a stopped or failed run.`,
 			if err := checkExecutor(opts.Executor); err != nil {
 				return err
 			}
-			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req}, opts.progressOptions, cmd.OutOrStdout())
+			return runRun(cmd.Context(), g, engine.RunOptions{Request: req}, opts.progressOptions, cmd.OutOrStdout())
 		},
 	}
 	opts.AddFlags(cmd.Flags())
 	return cmd
 }
 
+// runRun runs the engine. Until it has the engine open (the spec read),
+// a signal ends cairn at once (see globals.starting); from then on the
+// first one stops the run gracefully and the second cancels ctx.
 func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOptions, out io.Writer) error {
+	g.starting.Store(true)
 	if err := po.check(); err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ spec to raise a budget.`,
 			if executor != "" {
 				req.Executor = executor
 			}
-			return runRun(g.watchContext(cmd.Context()), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, prog, cmd.OutOrStdout())
+			return runRun(cmd.Context(), g, engine.RunOptions{Request: req, ResumeOf: prev.RunID}, prog, cmd.OutOrStdout())
 		},
 	}
 	prog.AddFlags(cmd.Flags())

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -46,7 +47,7 @@ type globals struct {
 
 	stderr io.Writer
 
-	// stopCh is closed by the first SIGINT/SIGTERM when a command asked
+	// stopCh is closed by the first SIGINT/SIGTERM/SIGHUP when a command asked
 	// for a graceful stop (run, resume); otherwise the first signal
 	// cancels the context at once.
 	stopCh         chan struct{}
@@ -59,6 +60,10 @@ type globals struct {
 	// (run, resume, memo, logs); any other command is read-only or
 	// crash-safe by construction and exits at the first signal.
 	watchesCtx atomic.Bool
+	// starting is set by run and resume while they read the spec and open
+	// the cache, before they watch for signals themselves (graceful): a
+	// signal then ends cairn at once, saying that nothing ran.
+	starting atomic.Bool
 
 	warnMu sync.Mutex
 
@@ -131,7 +136,10 @@ func Main() int {
 	defer signal.Stop(sigs)
 	sigReady := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+		// SIGHUP (a closed terminal or ssh session) is a first Ctrl-C too:
+		// by default it would end cairn at once, its phases with it and
+		// their background processes left running.
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		close(sigReady)
 		n := 0
 		cancelled, killed := false, false
@@ -142,8 +150,14 @@ func Main() int {
 				continue
 			}
 			if !g.watchesCtx.Load() {
-				// plan, validate, graph, cache verify...: nothing to
-				// clean up, and they do not watch the context.
+				// plan, validate, graph, cache verify..., and a run
+				// still reading its spec: nothing to clean up, and they
+				// do not watch the context.
+				msg := "cairn: interrupted"
+				if g.starting.Load() {
+					msg = "cairn: interrupted before the run started: nothing ran and no run record was written"
+				}
+				fmt.Fprintln(os.Stderr, msg)
 				os.Exit(exitStopped)
 			}
 			if cancelled {
@@ -370,6 +384,7 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	} else {
 		go func() { memories <- engine.LoadMemories(dir) }()
 	}
+	_ = failpoint.Hit("spec.read")
 	s, err := g.loadSpec()
 	if err != nil {
 		return nil, nil, err

@@ -24,6 +24,13 @@ var Labels = []string{
 	"gc.unlink", "quarantine.rename",
 }
 
+// ProgressLabels mark long steps of cairn's own (the spec about to be
+// read, a window of a large file hashed, an entry of an output tree
+// restored, a remote blob's body about to be read), so that a test can act
+// while cairn is in one. They are not write-protocol steps and are not
+// swept.
+var ProgressLabels = []string{"spec.read", "hash.window", "restore.entry", "remote.read"}
+
 // EnvVar configures failpoints in a process's environment; TraceEnvVar
 // names the file hits are traced to.
 const (
