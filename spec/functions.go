@@ -124,7 +124,7 @@ func functions() map[string]function.Function {
 		"index":           stdlib.IndexFunc,
 		"int":             stdlib.IntFunc,
 		"join":            stdlib.JoinFunc,
-		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsondecode":      jsonDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          stdlib.LengthFunc,
@@ -164,7 +164,7 @@ func functions() map[string]function.Function {
 		"trimsuffix":      stdlib.TrimSuffixFunc,
 		"upper":           stdlib.UpperFunc,
 		"values":          stdlib.ValuesFunc,
-		"yamldecode":      ctyyaml.YAMLDecodeFunc,
+		"yamldecode":      yamlDecodeFunc,
 		"yamlencode":      ctyyaml.YAMLEncodeFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}
