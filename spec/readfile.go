@@ -5,7 +5,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // maxFileRead bounds the size of a file file() reads. Its content is held
@@ -49,7 +54,7 @@ func readRegular(path string) ([]byte, error) {
 
 func regularSmall(fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("it is %s, not a regular file", fileKind(fi.Mode()))
+		return fmt.Errorf("it is %s, not a regular file", fsx.FileKind(fi.Mode()))
 	}
 	if fi.Size() > maxFileRead {
 		return fmt.Errorf("it is larger than %d MiB (%d bytes), the most file() reads", maxFileRead>>20, fi.Size())
@@ -57,21 +62,45 @@ func regularSmall(fi fs.FileInfo) error {
 	return nil
 }
 
-// fileKind names the type of a file that is not a regular one.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
+// CheckInputFiles reports each input of s named by a plain path (not a
+// glob) that exists and is neither a regular file nor a directory (nor a
+// symbolic link to one): a FIFO or a device, which cairn could not hash.
+// It looks at the files on disk, so it is not part of loading (a memo
+// would keep its answer); validate calls it, and run and plan refuse such
+// an input when they hash it.
+func (s *Spec) CheckInputFiles() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]os.FileMode{}
+	for _, p := range s.Phases {
+		for i, in := range p.Inputs {
+			if hasMeta(in) {
+				continue
+			}
+			mode, ok := seen[in]
+			if !ok {
+				abs := in
+				if !filepath.IsAbs(abs) {
+					abs = filepath.Join(s.Dir, filepath.FromSlash(in))
+				}
+				if fi, err := os.Stat(abs); err == nil {
+					mode = fi.Mode()
+				}
+				seen[in] = mode
+			}
+			if mode == 0 || mode.IsRegular() || mode.IsDir() {
+				continue
+			}
+			rng := p.DeclRange
+			if i < len(p.inputRanges) {
+				rng = p.inputRanges[i]
+			}
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Input is not a regular file",
+				Detail:   fmt.Sprintf("Input %q of phase %q is %s: an input must be a regular file, a directory or a symbolic link to one, whose content cairn hashes. Remove it from inputs or replace it with a regular file.", in, p.Addr, fsx.FileKind(mode)),
+				Subject:  rng.Ptr(),
+			})
+		}
 	}
-	return "not a regular file"
+	return diags
 }
