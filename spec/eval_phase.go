@@ -433,6 +433,7 @@ func evalOutputs(p *Phase, rp *rawPhase, e hcl.Expression, ctx *hcl.EvalContext)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			p.Outputs = append(p.Outputs, Output{Name: name, Path: clean})
+			p.outputRanges = append(p.outputRanges, rng)
 		}
 	}
 	switch x := e.(type) {
