@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 
 	"github.com/cairn-run/cairn/internal/fsx"
 )
@@ -110,6 +111,10 @@ func HashBytes(b []byte) Digest { return sha256.Sum256(b) }
 // HashFile returns the Digest and size of the file at path, reading it once
 // with a large buffer, or, if it is a large regular file, through mappings
 // of it (hashMapped).
+//
+// Only a regular file is hashed: a FIFO would block for ever and a device
+// such as /dev/zero never end. The file is opened non-blocking (a FIFO
+// opens at once, writer or not) and its type checked before any read.
 func HashFile(path string) (Digest, int64, error) {
 	return HashFileContext(context.Background(), path)
 }
@@ -121,21 +126,26 @@ func HashFileContext(ctx context.Context, path string) (Digest, int64, error) {
 	if err := ctx.Err(); err != nil {
 		return Digest{}, 0, err
 	}
-	f, err := fsx.OpenFile(path, os.O_RDONLY, 0)
+	f, err := fsx.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		d, n, ok, err := hashMapped(ctx, f, fi.Size())
-		if err != nil {
-			return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
-		}
-		if ok {
-			return d, n, nil
-		}
+	fi, err := f.Stat()
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}
-	d, n, err := copyHashedContext(ctx, nil, f)
+	if !fi.Mode().IsRegular() {
+		return Digest{}, 0, fmt.Errorf("hash %s: it is %s, not a regular file", path, fsx.FileKind(fi.Mode()))
+	}
+	d, n, ok, err := hashMapped(ctx, f, fi.Size())
+	if err != nil {
+		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
+	}
+	if ok {
+		return d, n, nil
+	}
+	d, n, err = copyHashedContext(ctx, nil, f)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}

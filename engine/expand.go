@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
@@ -9,7 +10,31 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/cairn-run/cairn/internal/fsx"
 )
+
+// notRegularError is an input path (rel) that is neither a regular file
+// nor a directory (nor a symbolic link to one): a FIFO or a device, whose
+// reading would block or never end.
+type notRegularError struct {
+	rel  string
+	mode fs.FileMode
+}
+
+func (e *notRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file or a directory", e.rel, fsx.FileKind(e.mode))
+}
+
+// notRegularInput is the error for an input of phase addr (pattern, as
+// declared) naming rel, which is not a regular file or a directory.
+func notRegularInput(addr, pattern, rel string, mode fs.FileMode) error {
+	what := fmt.Sprintf("input %q", pattern)
+	if rel != pattern {
+		what = fmt.Sprintf("input %q matches %s, which", pattern, rel)
+	}
+	return fmt.Errorf("phase %s: %s is %s: an input must be a regular file, a directory or a symbolic link to one, whose content cairn hashes. Remove it from inputs or replace it with a regular file", addr, what, fsx.FileKind(mode))
+}
 
 // hasMeta reports whether an input is a glob pattern.
 func hasMeta(p string) bool {
@@ -42,6 +67,9 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			return err
 		}
 		if !st.mode.IsDir() {
+			if !st.mode.IsRegular() && !skip(rel) {
+				return &notRegularError{rel: rel, mode: st.mode}
+			}
 			if !skip(rel) {
 				out = append(out, rel)
 				if stats != nil {
@@ -67,8 +95,11 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			}
 			if d.Type()&fs.ModeSymlink != 0 {
 				st, err := os.Stat(p)
-				if err != nil || st.IsDir() {
-					return nil // links to directories are not followed, dangling ones ignored
+				if err != nil || !st.Mode().IsRegular() {
+					// Links to directories are not followed, dangling
+					// ones ignored, and those to FIFOs and devices
+					// skipped as the FIFOs and devices themselves are.
+					return nil
 				}
 				if stats != nil {
 					stats[r] = statOf(st)

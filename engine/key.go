@@ -196,6 +196,9 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 		if plain {
 			st, err = e.ws.statRel(pattern)
 		}
+		if plain && err == nil && !st.mode.IsDir() && !st.mode.IsRegular() {
+			return nil, notRegularInput(p.Addr, pattern, pattern, st.mode)
+		}
 		if plain && (err == nil && !st.mode.IsDir() || errors.Is(err, fs.ErrNotExist)) {
 			// A plain file (or nothing), as expandPattern would find it
 			// without a slice and a closure for it.
@@ -208,6 +211,10 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 				stats = map[string]fileStat{}
 			}
 			found, err := expandPattern(&e.ws, pattern, skip, stats)
+			var nr *notRegularError
+			if errors.As(err, &nr) {
+				return nil, notRegularInput(p.Addr, pattern, nr.rel, nr.mode)
+			}
 			if err != nil {
 				return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
 			}

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -57,6 +58,9 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	}
 	sort.Strings(s.SensitiveVars)
 
+	if opts.reads == nil {
+		opts.reads = newReadLog() // for checkOutputsRead
+	}
 	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads, each: opts.each, envSeen: &envNames{}}
 	locals, localDiags := evalLocals(localBlocks, base)
 	diags = append(diags, localDiags...)
@@ -85,7 +89,60 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	phaseDiags := decodePhases(s, phaseBlocks, scope)
 	diags = append(diags, phaseDiags...)
 	diags = append(diags, checkSecretsRead(s, phaseBlocks, base.envSeen)...)
+	diags = append(diags, checkOutputsRead(s, opts)...)
 	return dropFollowOn(diags)
+}
+
+// checkOutputsRead refuses an output that is, or holds, a file the spec
+// itself is made of: the spec file, a -var-file or a file read by file().
+// A phase's outputs are removed before it runs, so the run would delete
+// the spec's own source (an input that is also an output is refused by
+// linkPhases).
+func checkOutputsRead(s *Spec, opts Options) hcl.Diagnostics {
+	read := map[string]string{filepath.Join(s.Dir, filepath.Base(s.File)): "the spec file itself"}
+	for _, vf := range opts.VarFiles {
+		if abs, err := filepath.Abs(vf); err == nil {
+			read[abs] = "a -var-file"
+		}
+	}
+	opts.reads.mu.Lock()
+	for f := range opts.reads.files {
+		if _, ok := read[f]; !ok {
+			read[f] = "read by file() in the spec"
+		}
+	}
+	opts.reads.mu.Unlock()
+	files := make([]string, 0, len(read))
+	for f := range read {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	var diags hcl.Diagnostics
+	for _, p := range s.Phases {
+		for i, o := range p.Outputs {
+			out := filepath.Join(s.Dir, filepath.FromSlash(o.Path))
+			for _, f := range files {
+				if f != out && !strings.HasPrefix(f, out+string(filepath.Separator)) {
+					continue
+				}
+				rng := p.DeclRange
+				if i < len(p.outputRanges) {
+					rng = p.outputRanges[i]
+				}
+				rel, err := filepath.Rel(s.Dir, f)
+				if err != nil {
+					rel = f
+				}
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Output is a file the spec reads",
+					Detail:   fmt.Sprintf("Output %q of phase %q is or holds %s, %s. A phase's outputs are removed before it runs, so running it would delete what the spec is read from. Write the output elsewhere.", o.Path, p.Addr, filepath.ToSlash(rel), read[f]),
+					Subject:  rng.Ptr(),
+				})
+			}
+		}
+	}
+	return diags
 }
 
 // checkSecretsRead refuses a spec whose expressions read with env() a

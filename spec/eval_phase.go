@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -238,6 +239,7 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	}
 	if e, ok := attr("params"); ok {
 		diags = append(diags, evalParams(p, e, ctx)...)
+		diags = append(diags, paramsNul(p.Params, e.Range())...)
 	}
 	if e, ok := attr("metrics"); ok {
 		diags = append(diags, evalMetrics(p, e, ctx)...)
@@ -256,6 +258,10 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 					Detail:   fmt.Sprintf("%q is not a usable environment variable name: names hold letters, digits and underscores, do not start with a digit, and CAIRN_ is reserved for cairn.", k),
 					Subject:  e.Range().Ptr(),
 				})
+				continue
+			}
+			if d := nulDiag("env "+k, v, e.Range()); d != nil {
+				diags = append(diags, d)
 				continue
 			}
 			p.Env[k] = v
@@ -296,7 +302,9 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	if e, ok := attr("workdir"); ok {
 		wd, d := evalString(e, ctx, "workdir")
 		diags = append(diags, d...)
-		if !d.HasErrors() {
+		if nd := nulDiag("workdir", wd, e.Range()); nd != nil {
+			diags = append(diags, nd)
+		} else if !d.HasErrors() {
 			clean := cleanRelPath(wd)
 			if filepath.IsAbs(wd) || !filepath.IsLocal(filepath.FromSlash(clean)) && clean != "." {
 				diags = append(diags, &hcl.Diagnostic{
@@ -373,11 +381,19 @@ func evalCommand(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnosti
 				Subject:  e.Range().Ptr(),
 			})
 		}
+		if d := nulDiag("command", s, e.Range()); d != nil {
+			return append(diags, d)
+		}
 		p.Command, p.Shell = []string{"sh", "-c", s}, true
 		return diags
 	}
 	argv, d := evalStringList(e, ctx, "command")
 	diags = append(diags, d...)
+	for _, a := range argv {
+		if d := nulDiag("command", a, e.Range()); d != nil {
+			return append(diags, d)
+		}
+	}
 	if !d.HasErrors() && (len(argv) == 0 || argv[0] == "") {
 		diags = append(diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
@@ -400,6 +416,10 @@ func evalInputs(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostic
 				Detail:   "Each input is a file, a directory or a glob pattern.",
 				Subject:  rng.Ptr(),
 			})
+			return
+		}
+		if d := nulDiag("input", s, rng); d != nil {
+			diags = append(diags, d)
 			return
 		}
 		p.Inputs = append(p.Inputs, cleanRelPath(s))
@@ -430,6 +450,7 @@ func evalOutputs(p *Phase, rp *rawPhase, e hcl.Expression, ctx *hcl.EvalContext)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
 			p.Outputs = append(p.Outputs, Output{Name: name, Path: clean})
+			p.outputRanges = append(p.outputRanges, rng)
 		}
 	}
 	switch x := e.(type) {
@@ -509,6 +530,8 @@ func checkOutputPath(raw string, rng hcl.Range) (string, hcl.Diagnostics) {
 			Detail:   "Each output is a file or directory path inside the workspace.",
 			Subject:  rng.Ptr(),
 		}}
+	case strings.IndexByte(raw, 0) >= 0:
+		return "", hcl.Diagnostics{nulDiag("output", raw, rng)}
 	case filepath.IsAbs(raw) || !filepath.IsLocal(filepath.FromSlash(clean)) || clean == ".":
 		return "", hcl.Diagnostics{{
 			Severity: hcl.DiagError,
@@ -649,4 +672,38 @@ func upstreamReads(rp *rawPhase, evaluated map[string]*Phase, instances map[stri
 		out[ph] = list
 	}
 	return out
+}
+
+// nulDiag is the error for a NUL byte in value (a command, an environment
+// value or a path), or nil if it holds none. The operating system ends
+// arguments, environment entries and paths at a NUL: such a value cannot
+// reach a process or a file as written ("fork/exec: invalid argument").
+func nulDiag(what, value string, rng hcl.Range) *hcl.Diagnostic {
+	if strings.IndexByte(value, 0) < 0 {
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "NUL byte in " + what,
+		Detail:   fmt.Sprintf("The %s holds a NUL byte (\\u0000), which no command line, environment variable or file path can carry. Remove it.", what),
+		Subject:  rng.Ptr(),
+	}
+}
+
+// paramsNul reports string params holding a NUL byte: each reaches the
+// command as CAIRN_PARAM_NAME in its environment.
+func paramsNul(params map[string]string, rng hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for k, js := range params {
+		if len(js) == 0 || js[0] != '"' || !strings.Contains(js, `\u0000`) {
+			continue
+		}
+		var v string
+		if json.Unmarshal([]byte(js), &v) == nil {
+			if d := nulDiag("param "+k, v, rng); d != nil {
+				diags = append(diags, d)
+			}
+		}
+	}
+	return diags
 }

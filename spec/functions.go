@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"unicode/utf8"
@@ -13,8 +12,9 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// fileFunc is file(path): the content of a file, relative to the
-// workspace. A phase whose expressions call it gets the file as an input.
+// fileFunc is file(path): the content of a regular file of at most
+// maxFileRead bytes, relative to the workspace. A phase whose
+// expressions call it gets the file as an input.
 func (sc *scope) fileFunc() function.Function {
 	return function.New(&function.Spec{
 		Params: []function.Parameter{{Name: "path", Type: cty.String}},
@@ -25,7 +25,7 @@ func (sc *scope) fileFunc() function.Function {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(sc.dir, p)
 			}
-			b, err := os.ReadFile(p)
+			b, err := readRegular(p)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("cannot read %s: %v", rel, err)
 			}
@@ -124,7 +124,7 @@ func functions() map[string]function.Function {
 		"index":           stdlib.IndexFunc,
 		"int":             stdlib.IntFunc,
 		"join":            stdlib.JoinFunc,
-		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsondecode":      jsonDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          stdlib.LengthFunc,
@@ -164,7 +164,7 @@ func functions() map[string]function.Function {
 		"trimsuffix":      stdlib.TrimSuffixFunc,
 		"upper":           stdlib.UpperFunc,
 		"values":          stdlib.ValuesFunc,
-		"yamldecode":      ctyyaml.YAMLDecodeFunc,
+		"yamldecode":      yamlDecodeFunc,
 		"yamlencode":      ctyyaml.YAMLEncodeFunc,
 		"zipmap":          stdlib.ZipmapFunc,
 	}

@@ -12,6 +12,7 @@ import (
 func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		"phase \"a\" {\n  command = \"true\"\n  outputs = [\"x\"]\n}\n",
+		"locals {\n  x = (((((abs(1)))))\n  y = yamldecode(\"a: [[[1]]]\\nb: \\\"[\\\"\")\n  z = jsondecode(\"[[{\\\"a\\\": \\\"[\\\"}]]\")\n}\nphase \"a\" { command = \"echo \\u0000\" }\n",
 		"variable \"v\" { default = 1 }\nlocals { a = var.v }\nphase \"b\" { command = \"echo ${local.a}\" }\n",
 		"phase \"a\" { command = \"x\"\n outputs = { o = \"o\" } }\nphase \"b\" { command = \"cat ${phase.a.outputs.o}\" inputs = [\"o\"] }\n",
 		"experiment \"e\" {\n concurrency = 2\n cache { dir = \"c\" }\n}\n",

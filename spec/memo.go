@@ -227,7 +227,7 @@ func readMemo(path, key string, look func(string) (string, bool)) *Spec {
 		}
 	}
 	for file, want := range rec.Files {
-		b, err := os.ReadFile(file)
+		b, err := readRegular(file) // a FIFO put in its place must not block
 		if err != nil {
 			return nil
 		}

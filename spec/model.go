@@ -175,6 +175,8 @@ type Phase struct {
 	// loaded from its memo was linked already and has none (they were a
 	// third of the memo's bytes to decode).
 	inputRanges []hcl.Range
+	// outputRanges is inputRanges for Outputs.
+	outputRanges []hcl.Range
 	// listOutputs says the outputs attribute evaluated to a list (so
 	// phase.NAME.outputs is a tuple), while the spec is parsed.
 	listOutputs bool

@@ -124,7 +124,7 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 	if f := p.parsed[filename]; f != nil && bytes.Equal(f.Bytes, src) {
 		return f, nil
 	}
-	if diags := checkNumberLiterals(src, filename, hcl.InitialPos); diags.HasErrors() {
+	if diags := checkSource(src, filename, hcl.InitialPos); diags.HasErrors() {
 		// The file, unparsed, still gives the messages their snippets.
 		p.p.AddFile(filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
 		return nil, diags
@@ -147,7 +147,7 @@ func (p *Parser) loadVarFile(path string) ([]VarValue, hcl.Diagnostics) {
 	if err != nil {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variable file", Detail: fmt.Sprintf("-var-file %s: The configuration file %q could not be read.", path, path)}}
 	}
-	if diags := checkNumberLiterals(src, path, hcl.InitialPos); diags.HasErrors() {
+	if diags := checkSource(src, path, hcl.InitialPos); diags.HasErrors() {
 		p.p.AddFile(path, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
 		return nil, diags
 	}

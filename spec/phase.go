@@ -208,6 +208,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 	values := map[string]cty.Value{}
 	evaluated := map[string]*Phase{}
 	instances := map[string][]*Phase{} // block name -> its phases in key order
+	total := 0                         // phases so far, for maxPhases
 	for _, name := range evalOrder {
 		rp := raws[name]
 		if d := instanceMapRefs(rp, raws, values, instances); len(d) > 0 {
@@ -217,6 +218,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			continue
 		}
 		if rp.forEach == nil {
+			total++
 			p, d := evalPhase(rp, sc, values, evaluated, instances, nil)
 			diags = append(diags, d...)
 			if p == nil {
@@ -232,10 +234,15 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		}
 		each, d := evalForEach(rp, sc, values)
 		diags = append(diags, d...)
+		if !d.HasErrors() && total+len(each) > maxPhases {
+			d = hcl.Diagnostics{tooManyPhases(rp, len(each), total+len(each))}
+			diags = append(diags, d...)
+		}
 		if d.HasErrors() {
 			values[name] = cty.DynamicVal
 			continue
 		}
+		total += len(each)
 		ps, ds := evalInstances(rp, sc, values, evaluated, instances, each)
 		failed := false
 		for i, p := range ps {
@@ -538,3 +545,22 @@ func cleanRelPath(p string) string {
 
 // hasMeta reports whether p holds glob metacharacters.
 func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
+
+// maxPhases bounds the number of phases (sweep instances included) of one
+// spec. Every command holds all of them in memory, with their keys, and
+// plans them: a sweep of 100,000 loads in about a second and half a GiB,
+// one of 1,000,000 took a quarter of a minute and over 2 GiB for validate
+// alone, and more for plan and run.
+const maxPhases = 200_000
+
+// tooManyPhases is the error for the for_each of rp, whose n instances
+// bring the spec to total phases, beyond maxPhases.
+func tooManyPhases(rp *rawPhase, n, total int) *hcl.Diagnostic {
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Too many phases",
+		Detail: fmt.Sprintf("This for_each makes %d instances of phase %q, %d phases in all: cairn holds at most %d phases in one spec, because every command loads, keys and plans all of them (memory and time grow with the count). "+
+			"Split the sweep: give a part of it to each run (a variable selecting a slice of the values, set with -var), or sweep fewer points.", n, rp.name, total, maxPhases),
+		Subject: rp.forEach.Range().Ptr(),
+	}
+}

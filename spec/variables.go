@@ -247,7 +247,7 @@ func parseVarValue(v *variable, raw, source string) (cty.Value, hcl.Diagnostics)
 	if want == cty.DynamicPseudoType || want == cty.String {
 		return cty.StringVal(raw), nil
 	}
-	if d := checkNumberLiterals([]byte(raw), source, hcl.InitialPos); d.HasErrors() {
+	if d := checkSource([]byte(raw), source, hcl.InitialPos); d.HasErrors() {
 		return cty.DynamicVal, hcl.Diagnostics{{
 			Severity: hcl.DiagError,
 			Summary:  "Invalid value for variable",
