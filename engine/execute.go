@@ -49,10 +49,11 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 type attemptResult struct {
 	status string // StatusSucceeded, StatusFailed, StatusTimedOut, StatusOverBudget, StatusStopped, StatusBlocked, statusNotStarted
 	perr   *PhaseError
-	// outputsBusy: a remote job that may outlive the attempt (adopted,
-	// or left behind when cairn stopped following it) may still write
-	// the phase's outputs, which must then be left alone.
-	outputsBusy bool
+	// keepOutputs: the phase's outputs are left as they are, since
+	// nothing of this attempt wrote them (it failed before its command
+	// started) or a remote job that may outlive the attempt (adopted, or
+	// left behind when cairn stopped following it) may still write them.
+	keepOutputs bool
 }
 
 // statusNotStarted is an attempt whose command was not started because
@@ -105,7 +106,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 		case StatusStopped:
 			msg := "stopped: the run was interrupted while the phase ran"
 			var reasons []string
-			if !res.outputsBusy {
+			if !res.keepOutputs {
 				if removed := r.removePartialOutputs(p); len(removed) > 0 {
 					reasons = []string{removedNote(removed)}
 					msg += "; " + reasons[0]
@@ -123,7 +124,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 				continue
 			}
 		}
-		if res.status != StatusBlocked && !res.outputsBusy {
+		if res.status != StatusBlocked && !res.keepOutputs {
 			res.perr.Removed = r.removePartialOutputs(p)
 		}
 		return r.fail(addr, began, res.perr)
@@ -198,7 +199,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	addr := p.Addr
 	adopted := false // a remote job of an earlier run, still writing the outputs
 	failed := func(err error) attemptResult {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, outputsBusy: adopted}
+		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
 	}
 	x, xname, err := r.executorFor(p)
 	if err != nil {
@@ -293,7 +294,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	if u != "" {
 		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
-			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, outputsBusy: adopted}
+			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, keepOutputs: adopted}
 	}
 	// The timeout counts from here: not the wait for the upstream phases
 	// and for a job slot. A remote executor passes it to its backend
@@ -361,12 +362,12 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		switch {
 		case errors.Is(cause, errOverBudget):
 			return attemptResult{status: StatusOverBudget, perr: &PhaseError{Phase: addr, Status: StatusOverBudget, Log: relErr,
-				Err: fmt.Errorf("stopped over budget: %s", overMsg)}, outputsBusy: busy}
+				Err: fmt.Errorf("stopped over budget: %s", overMsg)}, keepOutputs: busy}
 		case errors.Is(cause, errTimedOut):
 			return attemptResult{status: StatusTimedOut, perr: &PhaseError{Phase: addr, Status: StatusTimedOut, Log: relErr,
-				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}, outputsBusy: busy}
+				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}, keepOutputs: busy}
 		default:
-			return attemptResult{status: StatusStopped, outputsBusy: busy}
+			return attemptResult{status: StatusStopped, keepOutputs: busy}
 		}
 	}
 	if ended != nil {
