@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -33,6 +34,77 @@ func (c *Dir) PutEntry(e *Entry) error {
 	}
 	c.upload(e, b)
 	return nil
+}
+
+// ReplaceEntry stores e as the result for e.Key, as PutEntry does, but
+// supersedes an entry already stored under the key whose result differs
+// (outputs, their modes and times, exit code): the result of a forced
+// run. The old entry's name is removed (as GC removes one) and e's is
+// published by the usual link, so a reader finds the old entry whole, no
+// entry (a miss), or e whole; never a mix. If another writer publishes
+// between the removal and the link, its entry stays (first writer wins
+// again): one result, agreed by every reader. An entry this cairn cannot
+// judge (a newer format) is left in place. See FORMAT.md, "Superseding".
+func (c *Dir) ReplaceEntry(e *Entry) error {
+	b, err := EncodeEntry(e)
+	if err != nil {
+		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	}
+	if err := c.checkRefs(e); err != nil {
+		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	}
+	if c.sign != nil {
+		b = c.sign.appendSig(b)
+	}
+	if err := c.supersede(e); err != nil {
+		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	}
+	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
+		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	}
+	c.upload(e, b)
+	return nil
+}
+
+// supersede removes the local entry for e.Key if it holds a different
+// result than e. An entry published there since it was judged (by another
+// forced run) is kept. Between that check and the unlink another forced
+// run may still publish, and lose its entry to this one: either way one
+// of the forced results is the key's, the same for every reader.
+func (c *Dir) supersede(e *Entry) error {
+	p := c.entryPath(e.Key)
+	was, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old, err := c.getLocalEntry(e.Key)
+	switch {
+	case errors.Is(err, errNewerEntry):
+		return nil // not ours to judge: it stays, as PutEntry keeps it
+	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound), errors.Is(err, ErrUntrusted):
+		return nil // gone, quarantined, or given way to by the publish
+	case err != nil:
+		return err
+	case sameResult(old, e):
+		return nil
+	}
+	if now, err := os.Lstat(p); err != nil || !os.SameFile(now, was) {
+		return nil // gone, or not the entry judged: it stays
+	}
+	if err := unlink(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove the entry it supersedes: %w", err)
+	}
+	return nil
+}
+
+// sameResult reports whether entries a and b hold the same result: what
+// a restore or a downstream phase would get from them.
+func sameResult(a, b *Entry) bool {
+	return a.ExitCode == b.ExitCode && a.Stdout == b.Stdout && a.Stderr == b.Stderr &&
+		slices.Equal(a.Outputs, b.Outputs)
 }
 
 // putEntryBytes publishes the stored form b of the entry for key, whose

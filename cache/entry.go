@@ -79,6 +79,13 @@ type OutputFile struct {
 	// stored, neither in cas/ nor inline, so it cannot be restored. Format
 	// 4 only.
 	Temporary bool `json:"temporary,omitempty"`
+	// MTime is a file's modification time when it was stored, in Unix
+	// nanoseconds; a restore gives it back, so a restored file keeps its
+	// place among files that stayed (make, an index older than its data).
+	// Zero (entries written before it was recorded) leaves the restored
+	// file's time alone. Files only; it is in neither the key nor any
+	// digest, so equal bytes still give equal keys downstream.
+	MTime int64 `json:"mtime,omitempty"`
 }
 
 // InlineBlob is a blob stored inside an entry instead of in cas/: the
@@ -495,6 +502,9 @@ func checkOutput(o OutputFile) error {
 	}
 	if o.Size < 0 {
 		return fmt.Errorf("negative size %d", o.Size)
+	}
+	if o.MTime != 0 && o.Type != TypeFile {
+		return fmt.Errorf("%s with a modification time", o.Type)
 	}
 	switch o.Type {
 	case TypeFile:

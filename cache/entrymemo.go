@@ -16,7 +16,7 @@ import (
 )
 
 // entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 7\n"
+const entryMemoHeader = "cairn-entry-memo 8\n"
 
 // entryMemoSlack is how long before an entry was decoded its file's ctime
 // must lie for the memo to be trusted (the kernel's coarse clock stamps
@@ -285,6 +285,7 @@ func encodeMemoRecord(w *binenc.Writer, e *Entry) {
 		w.Int(o.Size)
 		w.Str(o.Target)
 		w.Bool(o.Temporary)
+		w.Int(o.MTime)
 	}
 	w.Int(int64(e.ExitCode))
 	w.Fixed(e.Stdout[:])
@@ -393,6 +394,7 @@ func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
 			o.Size = r.Int()
 			o.Target = r.Str()
 			o.Temporary = r.Bool()
+			o.MTime = r.Int()
 		}
 	}
 	e.ExitCode = int(r.Int())

@@ -77,17 +77,17 @@ func (c *Dir) restoreEntry(root *os.Root, f OutputFile, inline []InlineBlob) err
 	default:
 		for _, b := range inline {
 			if b.Digest == f.Digest {
-				return restoreBytes(root, b.Data, f.Digest, name, fs.FileMode(f.Mode))
+				return restoreBytes(root, b.Data, f.Digest, name, fs.FileMode(f.Mode), f.MTime)
 			}
 		}
-		return c.restoreFileIn(root, f.Digest, name, fs.FileMode(f.Mode))
+		return c.restoreFileIn(root, f.Digest, name, fs.FileMode(f.Mode), f.MTime)
 	}
 }
 
 // restoreBytes writes data, which must hash to d, to name beneath root
-// with permission bits perm, through a temp file renamed into place, as
-// restoreOnce does for a blob.
-func restoreBytes(root *os.Root, data []byte, d Digest, name string, perm fs.FileMode) error {
+// with permission bits perm and modification time mtime (see setMTime),
+// through a temp file renamed into place, as restoreOnce does for a blob.
+func restoreBytes(root *os.Root, data []byte, d Digest, name string, perm fs.FileMode, mtime int64) error {
 	if HashBytes(data) != d {
 		return fmt.Errorf("inline blob %s: %w: its content hashes to %s", d.Short(), ErrCorrupt, HashBytes(data).Short())
 	}
@@ -101,6 +101,9 @@ func restoreBytes(root *os.Root, data []byte, d Digest, name string, perm fs.Fil
 	}
 	if cerr := t.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil {
+		err = setMTime(root, tmp, mtime)
 	}
 	if err == nil {
 		err = root.Rename(tmp, name)
@@ -129,23 +132,24 @@ func (c *Dir) RestoreFile(d Digest, dst string, perm fs.FileMode) error {
 		return fmt.Errorf("cache restore %s to %s: %w", d.Short(), dst, err)
 	}
 	defer root.Close()
-	if err := c.restoreFileIn(root, d, filepath.Base(dst), perm); err != nil {
+	if err := c.restoreFileIn(root, d, filepath.Base(dst), perm, 0); err != nil {
 		return fmt.Errorf("cache restore %s to %s: %w", d.Short(), dst, err)
 	}
 	return nil
 }
 
-// restoreFileIn is RestoreFile for the file name beneath root.
-func (c *Dir) restoreFileIn(root *os.Root, d Digest, name string, perm fs.FileMode) error {
+// restoreFileIn is RestoreFile for the file name beneath root, which gets
+// modification time mtime (see setMTime).
+func (c *Dir) restoreFileIn(root *os.Root, d Digest, name string, perm fs.FileMode, mtime int64) error {
 	for try := 0; ; try++ {
-		retry, err := c.restoreOnce(root, d, name, perm, try == 0)
+		retry, err := c.restoreOnce(root, d, name, perm, mtime, try == 0)
 		if !retry {
 			return err
 		}
 	}
 }
 
-func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode, mayRetry bool) (retry bool, err error) {
+func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode, mtime int64, mayRetry bool) (retry bool, err error) {
 	f, compressed, err := c.openBlob(d)
 	if err != nil {
 		return false, err
@@ -196,6 +200,9 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 	if cerr := t.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil {
+		err = setMTime(root, tmp, mtime)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -230,6 +237,19 @@ func (c *Dir) blobMemo() *EntryMemo {
 		return nil
 	}
 	return c.memo
+}
+
+// setMTime gives the restored temp file name the modification time mtime
+// (Unix ns) it had when it was stored, before it is renamed into place (a
+// rename keeps it), so the file never shows up newer than it was; its
+// ctime stays the restore's, which is what the workspace's digest memory
+// trusts (engine/digests.go). Zero, from an entry that recorded no time,
+// leaves the time of the write. The access time is left alone.
+func setMTime(root *os.Root, name string, mtime int64) error {
+	if mtime == 0 {
+		return nil
+	}
+	return root.Chtimes(name, time.Time{}, time.Unix(0, mtime))
 }
 
 // createTempIn creates a new, empty file beside name beneath root, with

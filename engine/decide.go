@@ -42,6 +42,9 @@ type Decision struct {
 	// notCached: the phase ran, but its inputs changed meanwhile, so its
 	// result was not stored under key (see inputsChanged).
 	notCached bool
+	// forced is set when the phase runs because it was forced: its
+	// result then supersedes the entry stored under its key.
+	forced bool
 }
 
 // decide computes p's key and looks it up. up holds the output trees of
@@ -107,7 +110,7 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 
 	switch {
 	case forced:
-		d.Action, d.Reasons = ActionRun, []string{"forced"}
+		d.Action, d.Reasons, d.forced = ActionRun, []string{"forced"}, true
 		return d, nil
 	case !p.Cache:
 		d.Action, d.Reasons = ActionRun, []string{"cache = false: always runs"}

@@ -557,7 +557,13 @@ func (r *runner) store(ph *phaseRun, out *collected) error {
 		Host:       host,
 		User:       who,
 	}
-	err = c.PutEntry(entry)
+	// A forced run's result becomes the key's: a later plain run must not
+	// restore the result it was forced to replace.
+	put := c.PutEntry
+	if ph.d.forced {
+		put = c.ReplaceEntry
+	}
+	err = put(entry)
 	if errors.Is(err, cache.ErrNotFound) {
 		// A blob was evicted (cairn cache gc) between being stored and
 		// being referenced: store the outputs again, once.
@@ -575,7 +581,7 @@ func (r *runner) store(ph *phaseRun, out *collected) error {
 		}
 		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty, &out.inline); err == nil {
 			if _, err = r.putLog(ph.stderr, ph.stderrEmpty, &out.inline); err == nil {
-				err = c.PutEntry(entry)
+				err = put(entry)
 			}
 		}
 	}

@@ -314,7 +314,9 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		if fi2, err := os.Lstat(abs); err == nil && statOf(fi2) == st {
 			e.mem.Record(rel, st, d, hashedAt)
 		}
-		return cache.OutputFile{Path: rel, Type: "file", Mode: mode, Digest: d, Size: size}, nil
+		// The mtime goes with the file (a restore gives it back), never
+		// into a key: that is built from digests and modes only.
+		return cache.OutputFile{Path: rel, Type: "file", Mode: mode, Digest: d, Size: size, MTime: st.mtime}, nil
 	default:
 		return cache.OutputFile{}, fmt.Errorf("phase %s: output %s is a %s; only files, directories and symlinks can be outputs", p.Addr, rel, fi.Mode().Type())
 	}

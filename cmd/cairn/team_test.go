@@ -173,6 +173,21 @@ func TestTwoUsersShareCache(t *testing.T) {
 	if ran, _, _ := ranCounts(t, as(alice, true, "run", "-var", "round=1")); ran != 0 {
 		t.Fatalf("alice's round 1 ran %d, want 0: she should hit bob's entries", ran)
 	}
+	// Alice forces one of Bob's phases: her result (same bytes, new
+	// mtime) supersedes his entry (his file goes from the team's
+	// directory, hers takes its name), and Bob's next plain run finds it
+	// without running anything.
+	before := entryOwners(t, cacheDir)
+	if ran, _, _ := ranCounts(t, as(alice, true, "run", "-var", "round=1", "--force", "p00")); ran != 1 {
+		t.Fatalf("alice's forced run ran %d, want 1 (p00: its bytes are the same, so nothing downstream)", ran)
+	}
+	after := entryOwners(t, cacheDir)
+	if after[alice.uid] != before[alice.uid]+1 || after[bob.uid] != before[bob.uid]-1 {
+		t.Fatalf("entries by owner before the forced run %v, after %v: want one of bob's (uid %d) replaced by alice's (uid %d)", before, after, bob.uid, alice.uid)
+	}
+	if ran, _, _ := ranCounts(t, as(bob, true, "run", "-var", "round=1")); ran != 0 {
+		t.Fatalf("bob's round 1 after alice's forced run ran %d, want 0", ran)
+	}
 	// Either can check the whole cache and evict the other's entries.
 	as(bob, true, "cache", "verify")
 	gcOut := as(bob, true, "cache", "gc", "--max-size", "0")
@@ -217,6 +232,27 @@ func TestTwoUsersShareCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("T10: permission mismatches %d; cross-user hits 10/10 both ways", bad)
+}
+
+// entryOwners counts the names in the cache's ac/ by the uid owning them.
+func entryOwners(t *testing.T, cacheDir string) map[uint32]int {
+	t.Helper()
+	n := map[uint32]int{}
+	err := filepath.WalkDir(filepath.Join(cacheDir, "ac"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		st, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		n[st.Sys().(*syscall.Stat_t).Uid]++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // ensureGroupUsers creates group and users in it if missing.
