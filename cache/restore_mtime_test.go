@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -43,7 +44,7 @@ func TestRestoreTreeSetsMTime(t *testing.T) {
 			}
 			defer root.Close()
 			before := time.Now().Add(-time.Second)
-			if err := c.RestoreTree(root, []OutputFile{tc.file}, tc.inline); err != nil {
+			if err := c.RestoreTree(context.Background(), root, []OutputFile{tc.file}, tc.inline); err != nil {
 				t.Fatal(err)
 			}
 			fi, err := os.Stat(filepath.Join(dir, "a.bam"))
