@@ -10,14 +10,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestHugeJobs: -j as large as an int goes (a huge -j means "no limit")
 // runs the phases; the worker pool's size does not overflow.
 func TestHugeJobs(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
-	res := s.run(t, RunOptions{Request: Request{Jobs: math.MaxInt}})
-	if res.Status != RunSucceeded || res.Counts[StatusSucceeded] != 3 {
+	res := s.run(t, RunOptions{Request: runrec.Request{Jobs: math.MaxInt}})
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusSucceeded] != 3 {
 		t.Fatalf("run: %s, counts %v; want succeeded, 3 ran", res.Status, res.Counts)
 	}
 }
@@ -66,7 +68,7 @@ phase "c2" {
 // c2: c being found cached first must not let c2 overtake b2.
 func TestDecideAheadKeepsJ1Order(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": orderSpec, "out/.keep": ""})
-	if res := s.run(t, RunOptions{}); res.Status != RunSucceeded {
+	if res := s.run(t, RunOptions{}); res.Status != runrec.RunSucceeded {
 		t.Fatalf("first run: %s", res.Status)
 	}
 	cDone := make(chan struct{})
@@ -90,11 +92,11 @@ func TestDecideAheadKeepsJ1Order(t *testing.T) {
 	o := &orderExec{}
 	e := s.engine(t)
 	e.exec = o
-	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 1}})
+	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunSucceeded || res.Counts[StatusCached] != 2 || res.Counts[StatusSucceeded] != 2 {
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusCached] != 2 || res.Counts[runrec.StatusSucceeded] != 2 {
 		t.Fatalf("second run: %s, counts %v; want succeeded, 2 cached, 2 ran", res.Status, res.Counts)
 	}
 	if want := []string{"b2", "c2"}; !slices.Equal(o.started, want) {
@@ -225,13 +227,13 @@ func runAhead(t *testing.T, g *askGate, opts RunOptions, rep Reporter) (*setup, 
 // skipped with reason, no key, and their commands never ran.
 func checkNotStarted(t *testing.T, s *setup, g *askGate, res *RunResult, reason string, phases ...string) {
 	t.Helper()
-	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range phases {
 		ps := st.Phases[p]
-		if ps.Status != StatusSkipped || ps.Error != reason || ps.Key != "" || ps.Reasons != nil || g.count(p) != 0 {
+		if ps.Status != runrec.StatusSkipped || ps.Error != reason || ps.Key != "" || ps.Reasons != nil || g.count(p) != 0 {
 			t.Errorf("phase %s: %+v, ran %d times; want skipped (%s), no key, never run", p, ps, g.count(p), reason)
 		}
 	}
@@ -249,7 +251,7 @@ func TestDecideAheadStopRefusesAskers(t *testing.T) {
 		<-w.stopping
 	}
 	s, res := runAhead(t, g, RunOptions{Stop: stop}, w)
-	if res.Status != RunStopped || res.Counts[StatusSucceeded] != 1 || res.Counts[StatusSkipped] != 2 {
+	if res.Status != runrec.RunStopped || res.Counts[runrec.StatusSucceeded] != 1 || res.Counts[runrec.StatusSkipped] != 2 {
 		t.Fatalf("run: %s, counts %v; want stopped, a ran, 2 skipped", res.Status, res.Counts)
 	}
 	checkNotStarted(t, s, g, res, "not started: the run was stopped (interrupt)", "b", "c")
@@ -262,7 +264,7 @@ func TestDecideAheadBudgetRefusesAskers(t *testing.T) {
 	g := newAskGate(t, "a", "b", "c")
 	g.cost = true
 	s, res := runAhead(t, g, RunOptions{}, nil)
-	if res.Status != RunFailed || res.BudgetSkipped != 2 || res.Counts[StatusSucceeded] != 1 {
+	if res.Status != runrec.RunFailed || res.BudgetSkipped != 2 || res.Counts[runrec.StatusSucceeded] != 1 {
 		t.Fatalf("run: %s, counts %v, %d skipped for the budget; want failed, a ran, 2 skipped for the budget", res.Status, res.Counts, res.BudgetSkipped)
 	}
 	checkNotStarted(t, s, g, res, "not started: the run budget (max_cost 1) was spent", "b", "c")
@@ -275,15 +277,15 @@ func TestDecideAheadFailureRefusesAskers(t *testing.T) {
 	g := newAskGate(t, "a", "b", "c")
 	g.fail = map[string]bool{"a": true}
 	s, res := runAhead(t, g, RunOptions{}, nil)
-	if res.Status != RunFailed || res.Counts[StatusFailed] != 1 || res.Counts[StatusSkipped] != 2 {
+	if res.Status != runrec.RunFailed || res.Counts[runrec.StatusFailed] != 1 || res.Counts[runrec.StatusSkipped] != 2 {
 		t.Fatalf("run: %s, counts %v; want failed, a failed, 2 skipped", res.Status, res.Counts)
 	}
 	checkNotStarted(t, s, g, res, "not started: the run ended after a failure", "b", "c")
 
 	g = newAskGate(t, "a", "b", "c")
 	g.fail = map[string]bool{"a": true}
-	_, res = runAhead(t, g, RunOptions{Request: Request{KeepGoing: true}}, nil)
-	if res.Status != RunFailed || res.Counts[StatusFailed] != 1 || res.Counts[StatusSucceeded] != 2 || g.count("b") != 1 || g.count("c") != 1 {
+	_, res = runAhead(t, g, RunOptions{Request: runrec.Request{KeepGoing: true}}, nil)
+	if res.Status != runrec.RunFailed || res.Counts[runrec.StatusFailed] != 1 || res.Counts[runrec.StatusSucceeded] != 2 || g.count("b") != 1 || g.count("c") != 1 {
 		t.Fatalf("--keep-going run: %s, counts %v; want failed, a failed, b and c ran", res.Status, res.Counts)
 	}
 }
@@ -304,7 +306,7 @@ phase "b" {
 }
 `
 	s := newSetup(t, map[string]string{"experiment.hcl": spec, "out/.keep": ""})
-	if res := s.run(t, RunOptions{}); res.Status != RunSucceeded {
+	if res := s.run(t, RunOptions{}); res.Status != runrec.RunSucceeded {
 		t.Fatalf("first run: %s", res.Status)
 	}
 	if err := os.Remove(filepath.Join(s.dir, "out", "b.txt")); err != nil {
@@ -323,11 +325,11 @@ phase "b" {
 	t.Cleanup(func() { testHookRestoring = nil })
 	e := s.engine(t)
 	e.exec = g
-	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 1}})
+	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunSucceeded || res.Counts[StatusRestored] != 1 || res.Counts[StatusSucceeded] != 1 || restoring != 1 {
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusRestored] != 1 || res.Counts[runrec.StatusSucceeded] != 1 || restoring != 1 {
 		t.Fatalf("run: %s, counts %v, %d restores; want succeeded, a ran, b restored once", res.Status, res.Counts, restoring)
 	}
 }
@@ -388,11 +390,11 @@ phase "q" {
 		}
 		return g.fakeExec.Run(ctx, job)
 	})
-	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 2}})
+	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunSucceeded || res.Counts[StatusSucceeded] != 4 {
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusSucceeded] != 4 {
 		t.Fatalf("run: %s, counts %v; want succeeded, 4 ran", res.Status, res.Counts)
 	}
 }
@@ -428,11 +430,11 @@ phase "c" {
 	g := newAskGate(t, "a", "c")
 	e := s.engine(t)
 	e.exec = g
-	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: 1}})
+	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunFailed || res.Counts[StatusSucceeded] != 1 || res.Counts[StatusFailed] != 1 || res.Counts[StatusSkipped] != 1 || res.Failures["b"] == nil {
+	if res.Status != runrec.RunFailed || res.Counts[runrec.StatusSucceeded] != 1 || res.Counts[runrec.StatusFailed] != 1 || res.Counts[runrec.StatusSkipped] != 1 || res.Failures["b"] == nil {
 		t.Fatalf("run: %s, counts %v, failures %v; want failed: a ran, b failed, c skipped", res.Status, res.Counts, res.Failures)
 	}
 	checkNotStarted(t, s, g, res, "not started: the run ended after a failure", "c")

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // gateExec runs commands as fakeExec does, except that a phase named in
@@ -81,7 +83,7 @@ func runGated(t *testing.T, s *setup, jobs int, gated []string, status string, w
 		}
 		close(g.release)
 	}()
-	res, err := e.Run(t.Context(), RunOptions{Request: Request{Jobs: jobs}})
+	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: jobs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,11 +112,11 @@ func TestDecideAheadWhileSlotIsBusy(t *testing.T) {
 		cached = append(cached, fmt.Sprintf("c%d", i))
 	}
 	s := newSetup(t, map[string]string{"experiment.hcl": b.String(), "out/.keep": ""})
-	if res := s.run(t, RunOptions{}); res.Status != RunSucceeded {
+	if res := s.run(t, RunOptions{}); res.Status != runrec.RunSucceeded {
 		t.Fatalf("first run: %s", res.Status)
 	}
-	res := runGated(t, s, 1, []string{"a_slow"}, StatusCached, cached)
-	if res.Status != RunSucceeded || res.Counts[StatusCached] != 10 || res.Counts[StatusSucceeded] != 1 {
+	res := runGated(t, s, 1, []string{"a_slow"}, runrec.StatusCached, cached)
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusCached] != 10 || res.Counts[runrec.StatusSucceeded] != 1 {
 		t.Fatalf("second run: %s, counts %v; want succeeded, 10 cached, 1 ran", res.Status, res.Counts)
 	}
 }
@@ -138,8 +140,8 @@ func TestDecideAheadPassesFullPool(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": b.String(), "out/.keep": ""})
 	// Every gpu phase waits until the cpu phases have run: one holds the
 	// pool, the others wait for it (some deciding ahead).
-	res := runGated(t, s, 4, gpu, StatusSucceeded, cpu)
-	if res.Status != RunSucceeded || res.Counts[StatusSucceeded] != 11 {
+	res := runGated(t, s, 4, gpu, runrec.StatusSucceeded, cpu)
+	if res.Status != runrec.RunSucceeded || res.Counts[runrec.StatusSucceeded] != 11 {
 		t.Fatalf("run: %s, counts %v; want succeeded, 11 ran", res.Status, res.Counts)
 	}
 }

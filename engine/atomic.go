@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/internal/proc"
 )
 
 // writeFileAtomic writes data to path through a temporary file in the same
@@ -87,7 +88,7 @@ func (e *Engine) removeStaleTemps() {
 			_, rest, _ := strings.Cut(filepath.Base(p), ".tmp-")
 			pidStr, _, ok := strings.Cut(rest, "-")
 			pid, err := strconv.Atoi(pidStr)
-			if ok && err == nil && !processAlive(pid) {
+			if ok && err == nil && !proc.Alive(pid) {
 				_ = os.Remove(p)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -36,8 +37,8 @@ func BenchmarkRunCold(b *testing.B) {
 		}
 		e := New(sp, c, Config{Executor: &LocalExecutor{}})
 		b.StartTimer()
-		res, err := e.Run(b.Context(), RunOptions{Request: Request{Jobs: 2}})
-		if err != nil || res.Status != RunSucceeded {
+		res, err := e.Run(b.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
+		if err != nil || res.Status != runrec.RunSucceeded {
 			b.Fatalf("run: %v %v", err, res)
 		}
 	}

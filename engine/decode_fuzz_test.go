@@ -20,40 +20,6 @@ import (
 // (a workspace's .cairn, which a crash, a disk or a teammate may have
 // damaged). Seeds are in testdata/fuzz/<target>; `make fuzz` fuzzes each.
 
-// FuzzReadState: ReadState never panics, and a state it accepts survives
-// being written back and read again unchanged.
-func FuzzReadState(f *testing.F) {
-	f.Add([]byte(`{"run_id":"20260101-000000-abcdef","status":"succeeded","phases":{"a":{"status":"cached","key":"` + strings.Repeat("ab", 32) + `"}}}`))
-	f.Add([]byte(`{}`))
-	f.Add([]byte(`null`))
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "state.json")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		st, err := ReadState(p)
-		if err != nil {
-			return
-		}
-		again, err := json.Marshal(st)
-		if err != nil {
-			t.Fatalf("an accepted state does not encode: %v", err)
-		}
-		if err := os.WriteFile(p, again, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		st2, err := ReadState(p)
-		if err != nil {
-			t.Fatalf("a re-encoded state does not read: %v\n%s", err, again)
-		}
-		third, err := json.Marshal(st2)
-		if err != nil || !bytes.Equal(again, third) {
-			t.Fatalf("state round trip not stable:\n%s\n%s", again, third)
-		}
-	})
-}
-
 // FuzzKeyIndex: keys.json of any content loads without panic; every key it
 // yields parses; what it saves loads back the same.
 func FuzzKeyIndex(f *testing.F) {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -140,11 +141,11 @@ phase "c" {
 func TestRunCachesEveryPhase(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
 	res := s.run(t, RunOptions{})
-	if diff := cmp.Diff(map[string]int{StatusSucceeded: 3}, res.Counts); diff != "" {
+	if diff := cmp.Diff(map[string]int{runrec.StatusSucceeded: 3}, res.Counts); diff != "" {
 		t.Errorf("first run counts (-want +got):\n%s", diff)
 	}
 	res = s.run(t, RunOptions{})
-	if diff := cmp.Diff(map[string]int{StatusCached: 3}, res.Counts); diff != "" {
+	if diff := cmp.Diff(map[string]int{runrec.StatusCached: 3}, res.Counts); diff != "" {
 		t.Errorf("second run counts (-want +got):\n%s", diff)
 	}
 	for _, p := range []string{"a", "b", "c"} {
@@ -153,11 +154,11 @@ func TestRunCachesEveryPhase(t *testing.T) {
 		}
 	}
 	// The state file records the second run's statuses.
-	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Status != RunSucceeded || st.Phases["b"].Status != StatusCached || len(st.Phases["b"].Key) != 64 {
+	if st.Status != runrec.RunSucceeded || st.Phases["b"].Status != runrec.StatusCached || len(st.Phases["b"].Key) != 64 {
 		t.Errorf("state: status %s, b %+v", st.Status, st.Phases["b"])
 	}
 }
@@ -167,15 +168,15 @@ func TestEarlyCutoffAndRestore(t *testing.T) {
 	s.run(t, RunOptions{})
 
 	// Forcing a re-run of a with identical output leaves b cached.
-	res := s.run(t, RunOptions{Request: Request{Gates: Gates{Force: []string{"a"}}}})
-	if res.Counts[StatusSucceeded] != 1 || s.exec.count("a") != 2 || s.exec.count("b") != 1 {
+	res := s.run(t, RunOptions{Request: runrec.Request{Gates: runrec.Gates{Force: []string{"a"}}}})
+	if res.Counts[runrec.StatusSucceeded] != 1 || s.exec.count("a") != 2 || s.exec.count("b") != 1 {
 		t.Errorf("force a: counts %v, a ran %d, b ran %d", res.Counts, s.exec.count("a"), s.exec.count("b"))
 	}
 
 	// A deleted output comes back from the cache without running.
 	os.Remove(filepath.Join(s.dir, "b.txt"))
 	res = s.run(t, RunOptions{})
-	if res.Counts[StatusRestored] != 1 || s.exec.count("b") != 1 {
+	if res.Counts[runrec.StatusRestored] != 1 || s.exec.count("b") != 1 {
 		t.Errorf("restore: counts %v, b ran %d", res.Counts, s.exec.count("b"))
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.dir, "b.txt")); string(b) != "hello\n" {
@@ -184,7 +185,7 @@ func TestEarlyCutoffAndRestore(t *testing.T) {
 
 	// A changed variable reruns a and b, not c.
 	res = s.run(t, RunOptions{}, spec.VarValue{Name: "greeting", Value: "bye"})
-	if res.Counts[StatusSucceeded] != 2 || res.Counts[StatusCached] != 1 {
+	if res.Counts[runrec.StatusSucceeded] != 2 || res.Counts[runrec.StatusCached] != 1 {
 		t.Errorf("var change counts %v", res.Counts)
 	}
 }
@@ -192,8 +193,8 @@ func TestEarlyCutoffAndRestore(t *testing.T) {
 func TestFailureBlocksDependents(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
 	s.exec.fail = map[string]bool{"a": true}
-	res := s.run(t, RunOptions{Request: Request{KeepGoing: true, Jobs: 1}})
-	want := map[string]int{StatusFailed: 1, StatusBlocked: 1, StatusSucceeded: 1}
+	res := s.run(t, RunOptions{Request: runrec.Request{KeepGoing: true, Jobs: 1}})
+	want := map[string]int{runrec.StatusFailed: 1, runrec.StatusBlocked: 1, runrec.StatusSucceeded: 1}
 	if diff := cmp.Diff(want, res.Counts); diff != "" {
 		t.Errorf("counts (-want +got):\n%s", diff)
 	}
@@ -271,7 +272,7 @@ func TestDiffComponents(t *testing.T) {
 
 func TestUnknownPhase(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
-	_, err := s.engine(t).Run(t.Context(), RunOptions{Request: Request{Targets: []string{"bb"}}})
+	_, err := s.engine(t).Run(t.Context(), RunOptions{Request: runrec.Request{Targets: []string{"bb"}}})
 	if err == nil || !strings.Contains(err.Error(), `did you mean "b"?`) || !strings.Contains(err.Error(), "phases: a, b, c") {
 		t.Errorf("err = %v", err)
 	}
@@ -279,7 +280,7 @@ func TestUnknownPhase(t *testing.T) {
 
 func TestMissingInput(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec})
-	res, err := s.engine(t).Run(t.Context(), RunOptions{Request: Request{Targets: []string{"c"}}})
+	res, err := s.engine(t).Run(t.Context(), RunOptions{Request: runrec.Request{Targets: []string{"c"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,8 +298,8 @@ func TestRunHugeJobs(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
 	for _, jobs := range []int{1 << 40, math.MaxInt} {
 		os.Remove(filepath.Join(s.dir, "b.txt"))
-		res := s.run(t, RunOptions{Request: Request{Jobs: jobs}})
-		if res.Counts[StatusFailed] != 0 || res.Counts[StatusBlocked] != 0 {
+		res := s.run(t, RunOptions{Request: runrec.Request{Jobs: jobs}})
+		if res.Counts[runrec.StatusFailed] != 0 || res.Counts[runrec.StatusBlocked] != 0 {
 			t.Errorf("-j %d: counts %v", jobs, res.Counts)
 		}
 	}

@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/cairn-run/cairn/runrec"
+)
 
 // EventKind says what happened to a phase.
 type EventKind int
@@ -40,11 +44,11 @@ type Event struct {
 	Status   string // for EventDone
 	Reasons  []string
 	Duration time.Duration
-	Err      error    // for failed phases
-	Message  string   // for warnings, stops and retries
-	Attempt  int      // for EventStart and EventRetry
-	Spend    Spend    // the phase's spending so far (EventSpend, EventDone)
-	Phases   []string // for EventBegin
+	Err      error        // for failed phases
+	Message  string       // for warnings, stops and retries
+	Attempt  int          // for EventStart and EventRetry
+	Spend    runrec.Spend // the phase's spending so far (EventSpend, EventDone)
+	Phases   []string     // for EventBegin
 	Time     time.Time
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -28,13 +29,13 @@ var (
 // budget).
 func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 	if perr.Status == "" {
-		perr.Status = StatusFailed
+		perr.Status = runrec.StatusFailed
 	}
 	end := r.e.now()
 	r.mu.Lock()
 	r.res.Failures[addr] = perr
 	r.mu.Unlock()
-	r.state.phase(addr, func(ps *PhaseState) {
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Status = perr.Status
 		ps.Error = perr.Error()
 		ps.LogTail = perr.Tail
@@ -94,7 +95,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 	for attempt := 1; ; attempt++ {
 		res := r.attempt(ctx, ph, attempt)
 		switch res.status {
-		case StatusSucceeded:
+		case runrec.StatusSucceeded:
 			r.freeSlot(addr)
 			return r.succeed(ph, began)
 		case statusNotStarted:
@@ -103,7 +104,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 			// started does, and is skipped when the run ends.
 			r.ckpts.release(ph.ckpt)
 			return false
-		case StatusStopped:
+		case runrec.StatusStopped:
 			msg := "stopped: the run was interrupted while the phase ran"
 			var reasons []string
 			if !res.keepOutputs {
@@ -113,18 +114,18 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 				}
 			}
 			end := e.now()
-			r.state.phase(addr, func(ps *PhaseState) {
-				ps.Status = StatusStopped
+			r.state.phase(addr, func(ps *runrec.PhaseState) {
+				ps.Status = runrec.StatusStopped
 				ps.Error = msg
 			})
-			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Reasons: reasons, Duration: end.Sub(began), Spend: ph.spent, Time: end})
+			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: runrec.StatusStopped, Reasons: reasons, Duration: end.Sub(began), Spend: ph.spent, Time: end})
 			return false
-		case StatusFailed, StatusTimedOut:
+		case runrec.StatusFailed, runrec.StatusTimedOut:
 			if attempt < attempts && r.waitRetry(ctx, ph, attempt, res) {
 				continue
 			}
 		}
-		if res.status != StatusBlocked && !res.keepOutputs {
+		if res.status != runrec.StatusBlocked && !res.keepOutputs {
 			res.perr.Removed = r.removePartialOutputs(p)
 		}
 		return r.fail(addr, began, res.perr)
@@ -153,7 +154,7 @@ type phaseRun struct {
 	reportOff  int64
 	reportLine int
 	ckpt       string
-	spent      Spend // over all attempts
+	spent      runrec.Spend // over all attempts
 	sawCost    bool
 	// badReports counts the bad report lines warned about, over all
 	// attempts; past maxReportWarnings they are only counted (badHidden)
@@ -199,7 +200,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	addr := p.Addr
 	adopted := false // a remote job of an earlier run, still writing the outputs
 	failed := func(err error) attemptResult {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
 	}
 	x, xname, err := r.executorFor(p)
 	if err != nil {
@@ -260,16 +261,16 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var last Spend
+	var last runrec.Spend
 	var overMsg string
 	watcher := newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
-		func(total Spend) {
-			delta := Spend{Cost: roundCost(total.Cost - last.Cost), Iterations: total.Iterations - last.Iterations}
+		func(total runrec.Spend) {
+			delta := runrec.Spend{Cost: runrec.RoundCost(total.Cost - last.Cost), Iterations: total.Iterations - last.Iterations}
 			last = total
 			ph.spent = ph.spent.Add(delta)
 			spent := ph.spent
 			r.addSpend(delta)
-			r.state.phase(addr, func(ps *PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
+			r.state.phase(addr, func(ps *runrec.PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
 			e.rep.Report(Event{Kind: EventSpend, Phase: addr, Spend: spent, Time: e.now()})
 			if msg := overBudget(p.Budget, spent); msg != "" && overMsg == "" {
 				overMsg = msg
@@ -293,7 +294,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		return attemptResult{status: statusNotStarted}
 	}
 	if u != "" {
-		return attemptResult{status: StatusBlocked, perr: &PhaseError{Phase: addr, Status: StatusBlocked,
+		return attemptResult{status: runrec.StatusBlocked, perr: &PhaseError{Phase: addr, Status: runrec.StatusBlocked,
 			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, keepOutputs: adopted}
 	}
 	// The timeout counts from here: not the wait for the upstream phases
@@ -305,8 +306,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	start := e.now()
 	startT := start.UTC()
-	r.state.phase(addr, func(ps *PhaseState) {
-		ps.Status = StatusRunning
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
+		ps.Status = runrec.StatusRunning
 		ps.Attempts = attempt
 		ps.Started = &startT
 		ps.Ended = nil
@@ -346,7 +347,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	end := e.now()
 	ph.duration = end.Sub(start)
 	endT := end.UTC()
-	r.state.phase(addr, func(ps *PhaseState) {
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
 		if runErr == nil || ended != nil && ended.ExitCode >= 0 || stage != nil {
@@ -361,30 +362,30 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		cause := context.Cause(jctx)
 		switch {
 		case errors.Is(cause, errOverBudget):
-			return attemptResult{status: StatusOverBudget, perr: &PhaseError{Phase: addr, Status: StatusOverBudget, Log: relErr,
+			return attemptResult{status: runrec.StatusOverBudget, perr: &PhaseError{Phase: addr, Status: runrec.StatusOverBudget, Log: relErr,
 				Err: fmt.Errorf("stopped over budget: %s", overMsg)}, keepOutputs: busy}
 		case errors.Is(cause, errTimedOut):
-			return attemptResult{status: StatusTimedOut, perr: &PhaseError{Phase: addr, Status: StatusTimedOut, Log: relErr,
+			return attemptResult{status: runrec.StatusTimedOut, perr: &PhaseError{Phase: addr, Status: runrec.StatusTimedOut, Log: relErr,
 				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}, keepOutputs: busy}
 		default:
-			return attemptResult{status: StatusStopped, keepOutputs: busy}
+			return attemptResult{status: runrec.StatusStopped, keepOutputs: busy}
 		}
 	}
 	if ended != nil {
 		perr := &PhaseError{Phase: addr, Status: ended.Status, ExitCode: ended.ExitCode, Err: ended, Log: relErr, Tail: tail(stderrPath, 20)}
-		if ended.Status == StatusTimedOut {
+		if ended.Status == runrec.StatusTimedOut {
 			perr.Err = fmt.Errorf("timed out: %w", ended)
 		}
 		return attemptResult{status: perr.Status, perr: perr}
 	}
 	if stage != nil {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
 	}
 	if runErr != nil {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}
 	}
 	if code != 0 {
-		return attemptResult{status: StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
 	}
 	if overMsg == "" {
 		if msg := overBudget(p.Budget, ph.spent); msg != "" {
@@ -392,7 +393,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 				Message: fmt.Sprintf("phase %s finished before cairn could stop it, but reported spending over its budget: %s", addr, msg)})
 		}
 	}
-	return attemptResult{status: StatusSucceeded}
+	return attemptResult{status: runrec.StatusSucceeded}
 }
 
 // fullDiskNote explains a failed phase whose workspace filesystem is
@@ -408,9 +409,9 @@ func (e *Engine) fullDiskNote() string {
 }
 
 // overBudget says how spent exceeds b, or returns "".
-func overBudget(b spec.Budget, spent Spend) string {
+func overBudget(b spec.Budget, spent runrec.Spend) string {
 	if b.MaxCost != nil && spent.Cost > *b.MaxCost {
-		return fmt.Sprintf("spent %s of max_cost %s", FormatCost(spent.Cost), FormatCost(*b.MaxCost))
+		return fmt.Sprintf("spent %s of max_cost %s", runrec.FormatCost(spent.Cost), runrec.FormatCost(*b.MaxCost))
 	}
 	if b.MaxIterations != nil && spent.Iterations > *b.MaxIterations {
 		return fmt.Sprintf("ran %d of max_iterations %d", spent.Iterations, *b.MaxIterations)
@@ -476,7 +477,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	ph.metrics = e.readMetrics(p)
 	if p.Budget.MaxCost != nil && !ph.sawCost {
 		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
-			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, FormatCost(*p.Budget.MaxCost))})
+			Message: fmt.Sprintf("phase %s has max_cost %s but reported no cost through $CAIRN_REPORT: its budget could not be enforced", p.Addr, runrec.FormatCost(*p.Budget.MaxCost))})
 	}
 	if caching {
 		if err := r.store(ph, out); err != nil {
@@ -487,9 +488,9 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	// The phase is done: its checkpoints are no longer needed.
 	r.ckpts.release(ph.ckpt)
 	if ph.metrics != nil {
-		r.state.phase(p.Addr, func(ps *PhaseState) { ps.Metrics = ph.metrics })
+		r.state.phase(p.Addr, func(ps *runrec.PhaseState) { ps.Metrics = ph.metrics })
 	}
-	r.finish(p.Addr, ph.d, StatusSucceeded, tree, began)
+	r.finish(p.Addr, ph.d, runrec.StatusSucceeded, tree, began)
 	return true
 }
 
@@ -509,7 +510,7 @@ func (r *runner) notCached(ph *phaseRun, changed []string) {
 	}
 	r.res.NotCached[addr] = what
 	r.mu.Unlock()
-	r.state.phase(addr, func(ps *PhaseState) { ps.Warning = "not cached: " + what })
+	r.state.phase(addr, func(ps *runrec.PhaseState) { ps.Warning = "not cached: " + what })
 	e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 		Message: fmt.Sprintf("phase %s: %s; its outputs stay in the workspace but are not cached, and the next run runs it again", addr, what)})
 }
@@ -705,7 +706,7 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 		env = append(env, "CAIRN_SECRET_NAMES="+strings.Join(p.SecretEnv, ","))
 	}
 	if b := p.Budget.MaxCost; b != nil {
-		env = append(env, "CAIRN_MAX_COST="+FormatCost(*b))
+		env = append(env, "CAIRN_MAX_COST="+runrec.FormatCost(*b))
 	}
 	if b := p.Budget.MaxIterations; b != nil {
 		env = append(env, "CAIRN_MAX_ITERATIONS="+strconv.FormatInt(*b, 10))

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestGCBetweenDecideAndRestore: a cairn cache gc that runs, whole, after
@@ -65,7 +66,7 @@ phase "c" {
 	if gcReport.Protected != 1 || gcReport.EntriesRemoved != 0 {
 		t.Errorf("gc protected %d entries and removed %d, want 1 and 0", gcReport.Protected, gcReport.EntriesRemoved)
 	}
-	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ phase "c" {
 	for addr, ps := range st.Phases {
 		got[addr] = ps.Status
 	}
-	want := map[string]string{"c": StatusRestored}
+	want := map[string]string{"c": runrec.StatusRestored}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("statuses (-want +got):\n%s", diff)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -83,7 +84,7 @@ func keysOf(t *testing.T, dir string, files map[string]string, vars ...spec.VarV
 	}
 	s := &setup{dir: dir, cache: c, exec: &fakeExec{}}
 	res := s.run(t, RunOptions{}, vars...)
-	st, err := ReadState(filepath.Join(dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestKeyStability(t *testing.T) {
 	c, _ := cache.Open(filepath.Join(t.TempDir(), "cache"))
 	s := &setup{dir: dir, cache: c, exec: &fakeExec{}}
 	res := s.run(t, RunOptions{})
-	st, err := ReadState(filepath.Join(dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -145,12 +146,12 @@ func TestLeanEntryRestoreFailsRuns(t *testing.T) {
 	if w := log.take(); len(w) != 1 || !strings.Contains(w[0], "restore failed, running it instead") {
 		t.Errorf("warnings %q, want only the failed restore", w)
 	}
-	st, err := ReadState(e.ws.StatePath(res.RunID))
+	st, err := runrec.ReadState(e.ws.Records().StatePath(res.RunID))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := st.Phases["a"]
-	if res.Status != RunSucceeded || a.Status != StatusSucceeded {
+	if res.Status != runrec.RunSucceeded || a.Status != runrec.StatusSucceeded {
 		t.Fatalf("run %s, phase a %s; want a run (not a restore) after the failed restore", res.Status, a.Status)
 	}
 	if got, err := os.ReadFile(filepath.Join(s.dir, "a.bin")); err != nil || !bytes.Equal(got, want) {
@@ -169,7 +170,7 @@ func TestLeanEntryRestoreFailsRuns(t *testing.T) {
 		t.Errorf("a's entry has %d components, not hashing to its key", len(entry.Components))
 	}
 	// And the next run finds everything in place.
-	if res := s.run(t, RunOptions{}); res.Counts[StatusCached] != 2 {
+	if res := s.run(t, RunOptions{}); res.Counts[runrec.StatusCached] != 2 {
 		t.Errorf("next run: %v, want both phases cached", res.Counts)
 	}
 }

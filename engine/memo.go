@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // MemoOptions describe one memoised command.
@@ -46,7 +47,7 @@ type MemoResult struct {
 	Hit      bool
 	// Spend is what the command reported when it ran: charged now on a
 	// miss, recorded but not charged again on a hit.
-	Spend Spend
+	Spend runrec.Spend
 	Key   cache.ActionID
 }
 
@@ -150,7 +151,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 		cw := &countingWriter{w: o.Stdout}
 		err := c.CopyEntryBlob(cw, e, e.Stdout)
 		if err == nil {
-			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
+			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: runrec.Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
 		}
 		if cw.n > 0 || !(errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt)) {
 			return nil, fmt.Errorf("replay the recorded output: %w", err)
@@ -200,7 +201,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	// Whatever the command reported was spent: pass it on to the phase's
 	// report, whether or not the call is recorded.
 	report, _ := os.ReadFile(reportPath)
-	spend := sumReport(report)
+	spend := runrec.SumReport(report)
 	if len(report) > 0 && hasReport && parentReport != "" {
 		if report[len(report)-1] != '\n' {
 			report = append(report, '\n')

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -115,7 +116,7 @@ phase "train" {
 func TestMetricsRecorded(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": metricsSpec})
 	log := &eventLog{}
-	run := func() (*RunResult, *PhaseState) {
+	run := func() (*RunResult, *runrec.PhaseState) {
 		t.Helper()
 		sp, diags := spec.NewParser().LoadFile(filepath.Join(s.dir, "experiment.hcl"), spec.Options{})
 		if diags.HasErrors() {
@@ -126,7 +127,7 @@ func TestMetricsRecorded(t *testing.T) {
 			t.Fatal(err)
 		}
 		ws := Workspace{Root: s.dir}
-		st, err := ReadState(ws.StatePath(res.RunID))
+		st, err := runrec.ReadState(ws.Records().StatePath(res.RunID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestMetricsRecorded(t *testing.T) {
 	wantParams := map[string]json.RawMessage{"lr": json.RawMessage(`0.1`), "model": json.RawMessage(`"m1"`), "auth": json.RawMessage(`"(sensitive)"`)}
 
 	res, ps := run()
-	if ps.Status != StatusSucceeded {
+	if ps.Status != runrec.StatusSucceeded {
 		t.Fatalf("first run: status %s (%v)", ps.Status, res.Failures)
 	}
 	if compact(ps.Metrics) != wantMetrics {
@@ -164,7 +165,7 @@ func TestMetricsRecorded(t *testing.T) {
 	// Cached: the entry lacks bad.json, so the files are read again (and
 	// the bad one warned about again); the good one is still recorded.
 	_, ps = run()
-	if ps.Status != StatusCached || compact(ps.Metrics) != wantMetrics {
+	if ps.Status != runrec.StatusCached || compact(ps.Metrics) != wantMetrics {
 		t.Errorf("cached run: status %s, metrics %s; want cached, %s", ps.Status, ps.Metrics, wantMetrics)
 	}
 	if w := log.take(); len(w) != 1 {
@@ -186,17 +187,17 @@ phase "eval" {
   outputs = ["e.json", "f.json"]
 `
 	s := newSetup(t, map[string]string{"experiment.hcl": base + "}\n"})
-	st := func() *PhaseState {
+	st := func() *runrec.PhaseState {
 		t.Helper()
 		res := s.run(t, RunOptions{})
 		ws := Workspace{Root: s.dir}
-		rs, err := ReadState(ws.StatePath(res.RunID))
+		rs, err := runrec.ReadState(ws.Records().StatePath(res.RunID))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rs.Phases["eval"]
 	}
-	if ps := st(); ps.Status != StatusSucceeded || ps.Metrics != nil {
+	if ps := st(); ps.Status != runrec.StatusSucceeded || ps.Metrics != nil {
 		t.Fatalf("no metrics attribute: status %s, metrics %s", ps.Status, ps.Metrics)
 	}
 	// The spec now names e.json: the entry has no metrics, so they come
@@ -204,15 +205,15 @@ phase "eval" {
 	if err := os.WriteFile(filepath.Join(s.dir, "experiment.hcl"), []byte(base+"  metrics = [\"e.json\"]\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if ps := st(); ps.Status != StatusCached || compact(ps.Metrics) != `{"e.json":{"acc":0.75}}` {
+	if ps := st(); ps.Status != runrec.StatusCached || compact(ps.Metrics) != `{"e.json":{"acc":0.75}}` {
 		t.Errorf("metrics added later: status %s, metrics %s", ps.Status, ps.Metrics)
 	}
 	// A run that records both files in the entry.
 	if err := os.WriteFile(filepath.Join(s.dir, "experiment.hcl"), []byte(base+"  metrics = [\"e.json\", \"f.json\"]\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	res := s.run(t, RunOptions{Request: Request{Gates: Gates{Force: []string{"eval"}}}})
-	if res.Counts[StatusSucceeded] != 1 {
+	res := s.run(t, RunOptions{Request: runrec.Request{Gates: runrec.Gates{Force: []string{"eval"}}}})
+	if res.Counts[runrec.StatusSucceeded] != 1 {
 		t.Fatalf("forced run counts %v", res.Counts)
 	}
 	// Restored: the outputs are gone, the metrics come from the entry,
@@ -225,7 +226,7 @@ phase "eval" {
 			t.Fatal(err)
 		}
 	}
-	if ps := st(); ps.Status != StatusRestored || compact(ps.Metrics) != `{"f.json":{"f1":0.5}}` {
+	if ps := st(); ps.Status != runrec.StatusRestored || compact(ps.Metrics) != `{"f.json":{"f1":0.5}}` {
 		t.Errorf("restored: status %s, metrics %s", ps.Status, ps.Metrics)
 	}
 }

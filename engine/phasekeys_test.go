@@ -13,6 +13,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -262,7 +263,7 @@ phase "f" {
 	if err := os.WriteFile(filepath.Join(s.dir, "experiment.hcl"), []byte(changed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	opts := PlanOptions{Gates: Gates{Force: []string{"e"}}}
+	opts := PlanOptions{Gates: runrec.Gates{Force: []string{"e"}}}
 	mem := s.engine(t)
 	b, ok := mem.phaseKeys.entries["b"]
 	if !ok {

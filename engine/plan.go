@@ -5,6 +5,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // PlanResult is what a run would do, phase by phase, in topological order.
@@ -18,7 +19,7 @@ type PlanResult struct {
 // PlanOptions select what to plan, as RunOptions do.
 type PlanOptions struct {
 	Targets []string
-	Gates
+	runrec.Gates
 }
 
 // Plan decides, without running or restoring anything, what a run with the

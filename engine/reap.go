@@ -10,8 +10,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/internal/fsx"
 	"golang.org/x/sys/unix"
+
+	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // currentFile names the run in progress; it outlives a run only when the
@@ -33,16 +35,16 @@ func (e *Engine) recoverStaleRun() {
 		return
 	}
 	killMarked("CAIRN_RUN_ID=" + runID)
-	path := e.ws.StatePath(runID)
-	if st, err := ReadState(path); err == nil && st.Status == RunRunning {
-		st.Status = RunInterrupted
+	path := e.ws.Records().StatePath(runID)
+	if st, err := runrec.ReadState(path); err == nil && st.Status == runrec.RunRunning {
+		st.Status = runrec.RunInterrupted
 		for _, ps := range st.Phases {
-			if ps.Status == StatusRunning {
-				ps.Status = StatusStopped
+			if ps.Status == runrec.StatusRunning {
+				ps.Status = runrec.StatusStopped
 				ps.Error = "interrupted: the cairn process running it died"
 			}
 		}
-		if data, err := marshalState(st); err == nil {
+		if data, err := runrec.Marshal(st); err == nil {
 			_ = writeFileAtomic(path, data, 0o600, true)
 		}
 	}

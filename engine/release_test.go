@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // entryCountingExec runs jobs with fakeExec and records, for each phase,
@@ -54,7 +56,7 @@ phase "c" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunSucceeded {
+	if res.Status != runrec.RunSucceeded {
 		t.Fatalf("run %s: %v", res.Status, res.Failures)
 	}
 	want := map[string]int{"a": 0, "b": 1, "c": 2}

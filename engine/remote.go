@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -107,7 +108,7 @@ func (r *runner) remoteJob(ctx context.Context, x RemoteExecutor, name string, p
 		Dir:   dir,
 		Name:  "cairn-" + r.runID + "-" + safeName(addr) + "-" + strconv.Itoa(attempt),
 		Submitted: func(ref JobRef) {
-			r.state.phase(addr, func(ps *PhaseState) {
+			r.state.phase(addr, func(ps *runrec.PhaseState) {
 				ps.Executor = ref.Executor
 				ps.JobID = ref.ID
 				ps.JobDir = r.e.ws.Rel(ref.Dir)
@@ -129,14 +130,14 @@ func (r *runner) remoteJob(ctx context.Context, x RemoteExecutor, name string, p
 
 // interruptedJobs returns the phases of st whose remote job may still be
 // queued or running: cairn died (or was stopped) while following it.
-func interruptedJobs(phases map[string]*PhaseState) map[string]*PhaseState {
-	out := map[string]*PhaseState{}
+func interruptedJobs(phases map[string]*runrec.PhaseState) map[string]*runrec.PhaseState {
+	out := map[string]*runrec.PhaseState{}
 	for addr, ps := range phases {
 		if ps.JobDir == "" || ps.Ended != nil {
 			continue
 		}
 		switch ps.Status {
-		case StatusRunning, StatusStopped:
+		case runrec.StatusRunning, runrec.StatusStopped:
 			out[addr] = ps
 		}
 	}
@@ -145,7 +146,7 @@ func interruptedJobs(phases map[string]*PhaseState) map[string]*PhaseState {
 
 // RunningJobs returns the remote jobs of a run that may still be queued or
 // running, for cairn stop --cancel when the run's cairn process is gone.
-func (w *Workspace) RunningJobs(st *RunState) []JobRef {
+func (w *Workspace) RunningJobs(st *runrec.RunState) []JobRef {
 	var refs []JobRef
 	for _, ps := range interruptedJobs(st.Phases) {
 		refs = append(refs, JobRef{Executor: ps.Executor, ID: ps.JobID, Dir: w.Abs(ps.JobDir), Name: ps.JobName})
@@ -157,12 +158,12 @@ func (w *Workspace) RunningJobs(st *RunState) []JobRef {
 // once, as a second Ctrl-C does: remote jobs are cancelled in their
 // backend (scancel).
 func (w *Workspace) RequestCancel(id string) error {
-	st, err := ReadState(w.StatePath(id))
+	st, err := runrec.ReadState(w.Records().StatePath(id))
 	if err != nil {
 		return err
 	}
-	w.settle(st)
-	if st.Status != RunRunning {
+	runrec.Settle(st)
+	if st.Status != runrec.RunRunning {
 		return fmt.Errorf("run %s is not running (status %s)", id, st.Status)
 	}
 	return writeFileAtomic(filepath.Join(w.RunsDir(), id, "stop"), []byte(StopCancelMark+" "+time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644, false)
@@ -170,12 +171,12 @@ func (w *Workspace) RequestCancel(id string) error {
 
 // IsRunning reports whether a run's cairn process is still running it.
 func (w *Workspace) IsRunning(id string) bool {
-	st, err := ReadState(w.StatePath(id))
+	st, err := runrec.ReadState(w.Records().StatePath(id))
 	if err != nil {
 		return false
 	}
-	w.settle(st)
-	return st.Status == RunRunning
+	runrec.Settle(st)
+	return st.Status == runrec.RunRunning
 }
 
 // remoteJobProcess reports whether a process environment is a Slurm job's.
@@ -188,13 +189,13 @@ func remoteJobProcess(env []byte) bool {
 
 // staleJobs returns the remote jobs of the run a crashed cairn left
 // current in the workspace, which a new run adopts as a resumed one does.
-func (e *Engine) staleJobs() map[string]*PhaseState {
+func (e *Engine) staleJobs() map[string]*runrec.PhaseState {
 	b, err := os.ReadFile(e.ws.currentFile())
 	if err != nil {
 		return nil
 	}
-	st, err := ReadState(e.ws.StatePath(strings.TrimSpace(string(b))))
-	if err != nil || st.Status != RunRunning {
+	st, err := runrec.ReadState(e.ws.Records().StatePath(strings.TrimSpace(string(b))))
+	if err != nil || st.Status != runrec.RunRunning {
 		return nil
 	}
 	return interruptedJobs(st.Phases)

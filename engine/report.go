@@ -2,104 +2,14 @@ package engine
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"math"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/runrec"
 )
-
-// Spend is what a phase, a memoised call or a run reported spending.
-type Spend struct {
-	Cost       float64 `json:"cost"`
-	Iterations int64   `json:"iterations"`
-}
-
-// CostBound is the largest cost cairn accepts on a report line and the
-// most any sum of costs (a phase's, a run's ledger) reaches: beyond it a
-// float loses the cents, and far beyond it a sum becomes +Inf, which no
-// run record can hold.
-const CostBound = 1e15
-
-// Add returns s plus o. Costs are rounded to nine decimals, so that sums
-// of decimal amounts (0.1 + 0.2) read as users expect. The cost stops at
-// CostBound and the iterations at the largest int64, so a sum is always a
-// number a run record can hold.
-func (s Spend) Add(o Spend) Spend {
-	it := s.Iterations + o.Iterations
-	if o.Iterations > 0 && s.Iterations > math.MaxInt64-o.Iterations {
-		it = math.MaxInt64
-	}
-	return Spend{Cost: addCost(s.Cost, o.Cost), Iterations: it}
-}
-
-// addCost returns a+b, rounded, at most CostBound; a cost that is not a
-// number counts as 0.
-func addCost(a, b float64) float64 {
-	if math.IsNaN(a) {
-		a = 0
-	}
-	if math.IsNaN(b) {
-		b = 0
-	}
-	if c := a + b; c > CostBound {
-		return CostBound
-	} else if c < -CostBound {
-		return -CostBound
-	}
-	return roundCost(a + b)
-}
-
-func roundCost(f float64) float64 { return math.Round(f*1e9) / 1e9 }
-
-// ReportLine is one line a phase appended to $CAIRN_REPORT. Fields other
-// than cost and iterations are allowed and ignored.
-type ReportLine struct {
-	Spend
-	// HasCost is true when the line carried a cost field.
-	HasCost bool
-}
-
-// ParseReportLine parses one $CAIRN_REPORT line: a JSON object with
-// optional numeric "cost" (zero or more, at most CostBound) and
-// "iterations" (a whole number, zero or more).
-func ParseReportLine(line []byte) (ReportLine, error) {
-	var raw map[string]json.RawMessage
-	line = bytes.TrimSpace(line)
-	if len(line) == 0 || line[0] != '{' {
-		return ReportLine{}, errors.New(`not a JSON object (write lines like {"cost": 0.02, "iterations": 1})`)
-	}
-	if err := json.Unmarshal(line, &raw); err != nil {
-		return ReportLine{}, fmt.Errorf("not a JSON object: %v", err)
-	}
-	var r ReportLine
-	if v, ok := raw["cost"]; ok {
-		var f float64
-		if err := json.Unmarshal(v, &f); err != nil {
-			return ReportLine{}, fmt.Errorf("cost %s is not a number", v)
-		}
-		switch {
-		case math.IsInf(f, 0) || math.IsNaN(f):
-			return ReportLine{}, fmt.Errorf("cost %s is not a finite number", v)
-		case f < 0:
-			return ReportLine{}, fmt.Errorf("cost %s is negative", v)
-		case f > CostBound:
-			return ReportLine{}, fmt.Errorf("cost %s is above %g, the largest cost cairn records; report it in a larger unit", v, float64(CostBound))
-		}
-		r.Cost, r.HasCost = f, true
-	}
-	if v, ok := raw["iterations"]; ok {
-		var n int64
-		if err := json.Unmarshal(v, &n); err != nil || n < 0 {
-			return ReportLine{}, fmt.Errorf("iterations %s is not a whole number, zero or more", v)
-		}
-		r.Iterations = n
-	}
-	return r, nil
-}
 
 // reportWatcher follows a phase's $CAIRN_REPORT file while it runs and
 // sums what it reports. onChange is called (from the watcher's goroutine
@@ -107,7 +17,7 @@ func ParseReportLine(line []byte) (ReportLine, error) {
 // onBad for each malformed line with its 1-based number.
 type reportWatcher struct {
 	path     string
-	onChange func(total Spend)
+	onChange func(total runrec.Spend)
 	onBad    func(lineNo int, line string, err error)
 
 	mu      sync.Mutex
@@ -117,7 +27,7 @@ type reportWatcher struct {
 	// long is set while the rest of a line already reported as too long
 	// is skipped: it counts once, up to its newline.
 	long     bool
-	total    Spend
+	total    runrec.Spend
 	sawCost  bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -126,7 +36,7 @@ type reportWatcher struct {
 
 // newReportWatcher follows path from byte offset off; lines before it
 // belong to earlier attempts and are not counted again.
-func newReportWatcher(path string, off int64, lineNo int, interval time.Duration, onChange func(Spend), onBad func(int, string, error)) *reportWatcher {
+func newReportWatcher(path string, off int64, lineNo int, interval time.Duration, onChange func(runrec.Spend), onBad func(int, string, error)) *reportWatcher {
 	return &reportWatcher{path: path, off: off, lineNo: lineNo, onChange: onChange, onBad: onBad, interval: interval}
 }
 
@@ -158,7 +68,7 @@ func (w *reportWatcher) start() {
 
 // finish stops polling and reads what is left, a last line without a
 // newline included. It returns the total.
-func (w *reportWatcher) finish() (Spend, bool) {
+func (w *reportWatcher) finish() (runrec.Spend, bool) {
 	if w.stop != nil {
 		close(w.stop)
 		<-w.done
@@ -245,7 +155,7 @@ func (w *reportWatcher) take(line []byte) bool {
 	if len(bytes.TrimSpace(line)) == 0 {
 		return false
 	}
-	r, err := ParseReportLine(line)
+	r, err := runrec.ParseReportLine(line)
 	if err != nil {
 		text := string(line)
 		if len(text) > 200 {
@@ -257,16 +167,4 @@ func (w *reportWatcher) take(line []byte) bool {
 	w.total = w.total.Add(r.Spend)
 	w.sawCost = w.sawCost || r.HasCost
 	return true
-}
-
-// sumReport adds up the well-formed lines of a report; malformed ones
-// were warned about when they were written and count for nothing.
-func sumReport(data []byte) Spend {
-	var total Spend
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		if r, err := ParseReportLine(line); err == nil {
-			total = total.Add(r.Spend)
-		}
-	}
-	return total
 }

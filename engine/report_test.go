@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,83 +8,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/runrec"
 )
-
-func TestParseReportLine(t *testing.T) {
-	tests := map[string]struct {
-		line    string
-		want    ReportLine
-		wantErr string
-	}{
-		"both":          {line: `{"cost": 0.02, "iterations": 1}`, want: ReportLine{Spend: Spend{Cost: 0.02, Iterations: 1}, HasCost: true}},
-		"cost only":     {line: `{"cost": 1.5}`, want: ReportLine{Spend: Spend{Cost: 1.5}, HasCost: true}},
-		"other fields":  {line: ` {"iterations": 3, "model": "m1", "tokens": 120} `, want: ReportLine{Spend: Spend{Iterations: 3}}},
-		"empty object":  {line: `{}`, want: ReportLine{}},
-		"not json":      {line: `cost=1`, wantErr: "not a JSON object"},
-		"array":         {line: `[1]`, wantErr: "not a JSON object"},
-		"truncated":     {line: `{"cost": 0.`, wantErr: "not a JSON object"},
-		"string cost":   {line: `{"cost": "1"}`, wantErr: "cost \"1\" is not a number"},
-		"negative cost": {line: `{"cost": -1}`, wantErr: "negative"},
-		"huge cost":     {line: `{"cost": 1e300}`, wantErr: "above 1e+15"},
-		"cost at bound": {line: `{"cost": 1e15}`, want: ReportLine{Spend: Spend{Cost: 1e15}, HasCost: true}},
-		"float iters":   {line: `{"iterations": 1.5}`, wantErr: "not a whole number"},
-		"negative iter": {line: `{"iterations": -2}`, wantErr: "not a whole number"},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			got, err := ParseReportLine([]byte(tt.line))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("ParseReportLine(%q) error = %v, want it to contain %q", tt.line, err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("ParseReportLine(%q) (-want +got):\n%s", tt.line, diff)
-			}
-		})
-	}
-}
-
-// TestSpendAddBounded: sums never leave the range a run record can hold.
-func TestSpendAddBounded(t *testing.T) {
-	tests := map[string]struct {
-		a, b, want Spend
-	}{
-		"decimals":         {a: Spend{Cost: 0.1}, b: Spend{Cost: 0.2}, want: Spend{Cost: 0.3}},
-		"bound reached":    {a: Spend{Cost: CostBound}, b: Spend{Cost: CostBound}, want: Spend{Cost: CostBound}},
-		"huge sum":         {a: Spend{Cost: 1e300}, b: Spend{Cost: 1e300}, want: Spend{Cost: CostBound}},
-		"inf":              {a: Spend{Cost: math.Inf(1)}, b: Spend{Cost: 1}, want: Spend{Cost: CostBound}},
-		"nan":              {a: Spend{Cost: math.NaN()}, b: Spend{Cost: 2}, want: Spend{Cost: 2}},
-		"iterations":       {a: Spend{Iterations: math.MaxInt64 - 1}, b: Spend{Iterations: 5}, want: Spend{Iterations: math.MaxInt64}},
-		"iterations exact": {a: Spend{Iterations: 3}, b: Spend{Iterations: 4}, want: Spend{Iterations: 7}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.a.Add(tt.b)); diff != "" {
-				t.Errorf("%+v.Add(%+v) (-want +got):\n%s", tt.a, tt.b, diff)
-			}
-		})
-	}
-}
-
-// TestStateEncodesNonFiniteCost: a cost that is not finite never stops
-// the run record from being written.
-func TestStateEncodesNonFiniteCost(t *testing.T) {
-	max := math.Inf(1)
-	st := &RunState{RunID: "r", Status: RunSucceeded, MaxCost: &max, Spent: Spend{Cost: math.Inf(1)},
-		Phases: map[string]*PhaseState{"a": {Status: StatusSucceeded, Cost: math.Inf(1)}, "b": {Status: StatusSucceeded, Cost: math.NaN()}}}
-	b, err := marshalState(st)
-	if err != nil {
-		t.Fatalf("marshalState: %v", err)
-	}
-	if !strings.Contains(string(b), `"cost": 1000000000000000`) {
-		t.Errorf("an infinite cost is not written as the bound:\n%s", b)
-	}
-}
 
 // TestReportWatcher appends lines in pieces, a line split across polls
 // and a bad line included, and checks the running total and warnings.
@@ -96,9 +21,9 @@ func TestReportWatcher(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var totals []Spend
+	var totals []runrec.Spend
 	var bad []int
-	w := newReportWatcher(path, 0, 0, time.Hour, func(s Spend) { totals = append(totals, s) }, func(n int, _ string, _ error) { bad = append(bad, n) })
+	w := newReportWatcher(path, 0, 0, time.Hour, func(s runrec.Spend) { totals = append(totals, s) }, func(n int, _ string, _ error) { bad = append(bad, n) })
 	write := func(s string) {
 		if _, err := f.WriteString(s); err != nil {
 			t.Fatal(err)
@@ -111,10 +36,10 @@ func TestReportWatcher(t *testing.T) {
 	write(`{"cost": 0.3}`) // no newline: only counted at the end
 	w.poll(false)
 	total, saw := w.finish()
-	if want := (Spend{Cost: 0.6, Iterations: 2}); total != want || !saw {
+	if want := (runrec.Spend{Cost: 0.6, Iterations: 2}); total != want || !saw {
 		t.Errorf("total = %+v, %v; want %+v, true", total, saw, want)
 	}
-	if diff := cmp.Diff([]Spend{{Cost: 0.1}, {Cost: 0.3, Iterations: 2}, {Cost: 0.6, Iterations: 2}}, totals); diff != "" {
+	if diff := cmp.Diff([]runrec.Spend{{Cost: 0.1}, {Cost: 0.3, Iterations: 2}, {Cost: 0.6, Iterations: 2}}, totals); diff != "" {
 		t.Errorf("totals (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]int{3}, bad); diff != "" {
@@ -124,7 +49,7 @@ func TestReportWatcher(t *testing.T) {
 	off, line := w.position()
 	write("\n" + `{"cost": 1}` + "\n")
 	w2 := newReportWatcher(path, off, line, time.Hour, nil, func(int, string, error) {})
-	if total, _ := w2.finish(); total != (Spend{Cost: 1}) {
+	if total, _ := w2.finish(); total != (runrec.Spend{Cost: 1}) {
 		t.Errorf("second attempt total = %+v, want cost 1", total)
 	}
 }
@@ -136,11 +61,11 @@ func TestReportWatcherLongLine(t *testing.T) {
 		content string
 		polls   int // polls before the final one
 		want    []int
-		total   Spend
+		total   runrec.Spend
 	}{
-		"3 MiB line":       {content: strings.Repeat("x", 3<<20) + "\n" + `{"cost": 1}` + "\nbad\n", want: []int{1, 3}, total: Spend{Cost: 1}},
-		"long line at end": {content: `{"cost": 1}` + "\n" + strings.Repeat("y", 2<<20), want: []int{2}, total: Spend{Cost: 1}},
-		"polled meanwhile": {content: strings.Repeat("z", 100<<10) + "\n" + strings.Repeat("z", 70<<10) + "\n" + `{"iterations": 2}` + "\n", polls: 2, want: []int{1, 2}, total: Spend{Iterations: 2}},
+		"3 MiB line":       {content: strings.Repeat("x", 3<<20) + "\n" + `{"cost": 1}` + "\nbad\n", want: []int{1, 3}, total: runrec.Spend{Cost: 1}},
+		"long line at end": {content: `{"cost": 1}` + "\n" + strings.Repeat("y", 2<<20), want: []int{2}, total: runrec.Spend{Cost: 1}},
+		"polled meanwhile": {content: strings.Repeat("z", 100<<10) + "\n" + strings.Repeat("z", 70<<10) + "\n" + `{"iterations": 2}` + "\n", polls: 2, want: []int{1, 2}, total: runrec.Spend{Iterations: 2}},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -162,21 +87,4 @@ func TestReportWatcherLongLine(t *testing.T) {
 			}
 		})
 	}
-}
-
-// FuzzParseReportLine: any bytes give a result or an error, never a
-// panic, and an accepted line has a usable spend.
-func FuzzParseReportLine(f *testing.F) {
-	for _, s := range []string{`{"cost": 0.02, "iterations": 1}`, `{}`, `{"cost": 1e308}`, `{"iterations": 9223372036854775807}`, `nonsense`, `{"cost": null}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := ParseReportLine(b)
-		if err != nil {
-			return
-		}
-		if r.Cost < 0 || r.Iterations < 0 || r.Cost != r.Cost {
-			t.Fatalf("ParseReportLine(%q) = %+v", b, r)
-		}
-	})
 }

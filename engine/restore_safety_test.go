@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 const plantSpec = `
@@ -19,11 +20,11 @@ phase "a" {
 
 // plantedSetup runs plantSpec once and returns the setup, the run's state
 // and phase a's cached entry.
-func plantedSetup(t *testing.T) (*setup, *RunState, *cache.Entry) {
+func plantedSetup(t *testing.T) (*setup, *runrec.RunState, *cache.Entry) {
 	t.Helper()
 	s := newSetup(t, map[string]string{"experiment.hcl": plantSpec})
 	res := s.run(t, RunOptions{})
-	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(s.dir, ".cairn", "runs", res.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestPlantedEntryOutsideDeclaredOutputs(t *testing.T) {
 		t.Errorf("checkout of a planted entry: %v, want an error naming .git", err)
 	}
 	res := s.run(t, RunOptions{})
-	if res.Counts[StatusSucceeded] != 1 || s.exec.count("a") != 2 {
+	if res.Counts[runrec.StatusSucceeded] != 1 || s.exec.count("a") != 2 {
 		t.Errorf("run with a planted entry: counts %v, a ran %d times; want it run again", res.Counts, s.exec.count("a"))
 	}
 	if _, err := os.Lstat(filepath.Join(s.dir, ".git")); err == nil {
@@ -173,8 +174,8 @@ func TestStaleOutputBehindSymlinkLeavingWorkspace(t *testing.T) {
 			if b, err := os.ReadFile(precious); err != nil || string(b) != "not cairn's\n" {
 				t.Errorf("%s outside the workspace: %q, %v; want it untouched", precious, b, err)
 			}
-			if res.Status != RunFailed {
-				t.Errorf("run status %s, want %s", res.Status, RunFailed)
+			if res.Status != runrec.RunFailed {
+				t.Errorf("run status %s, want %s", res.Status, runrec.RunFailed)
 			}
 			err := res.Failures["a"]
 			if err == nil || !strings.Contains(err.Error(), `"out" is a symlink`) || !strings.Contains(err.Error(), "outside the workspace") {
@@ -203,7 +204,7 @@ phase "a" {
 	for run := 1; run <= 2; run++ {
 		res := s.run(t, RunOptions{})
 		err := res.Failures["a"]
-		if res.Status != RunFailed || err == nil || !strings.Contains(err.Error(), "out/d/l1") || !strings.Contains(err.Error(), "outside the workspace") {
+		if res.Status != runrec.RunFailed || err == nil || !strings.Contains(err.Error(), "out/d/l1") || !strings.Contains(err.Error(), "outside the workspace") {
 			t.Errorf("run %d: status %s, phase a's error %v; want a failure naming out/d/l1 as leading outside the workspace", run, res.Status, err)
 		}
 		if n := s.exec.count("a"); n != run {
@@ -218,7 +219,7 @@ phase "a" {
 }
 `
 	h := newSetup(t, map[string]string{"experiment.hcl": honest})
-	if res := h.run(t, RunOptions{}); res.Status != RunSucceeded {
+	if res := h.run(t, RunOptions{}); res.Status != runrec.RunSucceeded {
 		t.Fatalf("honest chain: run %s: %v", res.Status, res.Failures)
 	}
 	if err := os.RemoveAll(filepath.Join(h.dir, "out")); err != nil {

@@ -3,8 +3,6 @@ package engine
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +13,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +21,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/dag"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -31,7 +29,7 @@ import (
 type RunOptions struct {
 	// Request holds the targets, gates and settings; it is recorded in
 	// state.json as given.
-	Request
+	runrec.Request
 	// Stop, when it is closed, begins a graceful stop: no new phase
 	// starts, running phases finish and are cached. Cancelling the
 	// context passed to Run ends running phases at once.
@@ -61,7 +59,7 @@ type RunResult struct {
 	Failures map[string]error
 	Duration time.Duration
 	// Spent is the run's ledger total, what resumed runs spent included.
-	Spent Spend
+	Spent runrec.Spend
 	// StopReason says why the run stopped early ("interrupt", "stop
 	// request", "budget"), or is empty.
 	StopReason string
@@ -121,13 +119,6 @@ func removedNote(paths []string) string {
 
 func (e *PhaseError) Unwrap() error { return e.Err }
 
-// newRunID returns a sortable, unique run id: UTC time plus random bits.
-func newRunID(now time.Time) string {
-	var b [3]byte
-	_, _ = rand.Read(b[:])
-	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
-}
-
 // Stop reasons.
 const (
 	StopInterrupt = "interrupt"
@@ -145,7 +136,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	start := e.now()
-	runID := newRunID(start)
+	runID := runrec.NewID(start)
 	lock, err := e.ws.TryLock(runID)
 	if err != nil {
 		return nil, err
@@ -163,13 +154,13 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
 	}
 
-	var spentBefore Spend
+	var spentBefore runrec.Spend
 	if opts.ResumeOf != "" {
-		prev, err := ReadState(e.ws.StatePath(opts.ResumeOf))
+		prev, err := runrec.ReadState(e.ws.Records().StatePath(opts.ResumeOf))
 		if err != nil {
 			return nil, fmt.Errorf("resume %s: %w", opts.ResumeOf, err)
 		}
-		spentBefore = e.ws.RecordedSpend(prev)
+		spentBefore = e.ws.Records().RecordedSpend(prev)
 		prevJobs = interruptedJobs(prev.Phases)
 		sel.unforceFinished(prev.Phases)
 	}
@@ -214,8 +205,8 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	host, _ := os.Hostname()
 	req := opts.Request
 	req.Targets = append([]string{}, req.Targets...)
-	st := &RunState{
-		SchemaVersion: StateSchemaVersion,
+	st := &runrec.RunState{
+		SchemaVersion: runrec.StateSchemaVersion,
 		RunID:         runID,
 		Spec:          filepath.Base(e.spec.File),
 		SpecHash:      e.spec.Hash,
@@ -227,17 +218,17 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		PID:           os.Getpid(),
 		Started:       start.UTC(),
 		Heartbeat:     start.UTC(),
-		Status:        RunRunning,
-		Phases:        map[string]*PhaseState{},
+		Status:        runrec.RunRunning,
+		Phases:        map[string]*runrec.PhaseState{},
 	}
 	var selected []string
 	for _, p := range e.spec.Phases {
 		if sel.has(p.Addr) {
-			st.Phases[p.Addr] = &PhaseState{Status: StatusPending, Params: e.stateParams(p)}
+			st.Phases[p.Addr] = &runrec.PhaseState{Status: runrec.StatusPending, Params: e.stateParams(p)}
 			selected = append(selected, p.Addr)
 		}
 	}
-	r.state = newStateFile(e.ws.StatePath(runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
+	r.state = newStateFile(e.ws.Records().StatePath(runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
 	r.ledger = spentBefore
 	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
 
@@ -274,10 +265,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			// Nothing starts; the run ends stopped below.
 			err = nil
 		} else if err != nil {
-			r.state.update(func(st *RunState) {
-				st.Status = RunFailed
+			r.state.update(func(st *runrec.RunState) {
+				st.Status = runrec.RunFailed
 				for _, ps := range st.Phases {
-					ps.Status = StatusSkipped
+					ps.Status = runrec.StatusSkipped
 					ps.Error = "not started: --only needs outputs that are missing"
 				}
 			})
@@ -307,39 +298,39 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	end := e.now()
 	reason := r.stopReason()
 	var status string
-	r.state.update(func(st *RunState) {
+	r.state.update(func(st *runrec.RunState) {
 		t := end.UTC()
 		st.Ended = &t
 		st.Heartbeat = t
 		unfinished := false
 		for _, ps := range st.Phases {
 			switch ps.Status {
-			case StatusPending:
+			case runrec.StatusPending:
 				unfinished = true
-				ps.Status = StatusSkipped
+				ps.Status = runrec.StatusSkipped
 				switch reason {
 				case StopBudget:
-					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", FormatCost(*st.MaxCost))
+					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", runrec.FormatCost(*st.MaxCost))
 					r.res.BudgetSkipped++
 				case "":
 					ps.Error = "not started: the run ended after a failure"
 				default:
 					ps.Error = "not started: the run was stopped (" + reason + ")"
 				}
-			case StatusStopped:
+			case runrec.StatusStopped:
 				unfinished = true
 			}
 		}
 		switch {
 		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
-			status = RunStopped
+			status = runrec.RunStopped
 		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
-			status = RunFailed
+			status = runrec.RunFailed
 		default:
-			status = RunSucceeded
+			status = runrec.RunSucceeded
 		}
 		st.Status = status
-		if status == RunSucceeded {
+		if status == runrec.RunSucceeded {
 			st.StopReason = ""
 		}
 		for _, ps := range st.Phases {
@@ -408,7 +399,7 @@ func (r *runner) requestStop(reason string) {
 		r.reason = reason
 		r.mu.Unlock()
 		close(r.stopCh)
-		r.state.update(func(st *RunState) { st.StopReason = reason })
+		r.state.update(func(st *runrec.RunState) { st.StopReason = reason })
 		r.e.rep.Report(Event{Kind: EventStopping, Message: reason, Time: r.e.now()})
 	})
 }
@@ -436,15 +427,15 @@ func (r *runner) stopping() bool {
 
 // addSpend adds a phase's newly reported spending to the run's ledger and
 // begins a graceful stop once the run budget is spent.
-func (r *runner) addSpend(delta Spend) {
-	if delta == (Spend{}) {
+func (r *runner) addSpend(delta runrec.Spend) {
+	if delta == (runrec.Spend{}) {
 		return
 	}
 	r.mu.Lock()
 	r.ledger = r.ledger.Add(delta)
 	total := r.ledger
 	r.mu.Unlock()
-	r.state.update(func(st *RunState) { st.Spent = st.Spent.Add(delta) })
+	r.state.update(func(st *runrec.RunState) { st.Spent = st.Spent.Add(delta) })
 	if max := r.e.spec.Experiment.Budget.MaxCost; max != nil && total.Cost >= *max {
 		r.requestStop(StopBudget)
 	}
@@ -459,9 +450,6 @@ func (r *runner) budgetSpent() bool {
 	defer r.mu.Unlock()
 	return r.ledger.Cost >= *max
 }
-
-// FormatCost renders a cost without trailing zeros.
-func FormatCost(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // linkSelf puts a "cairn" symlink to the running binary in .cairn/bin, so
 // that phases find cairn on their PATH even when it is not installed.
@@ -543,7 +531,7 @@ type runner struct {
 	// notStarted holds the phases whose command was not started because
 	// the scheduler refused them their slot back (see awaitUpstreams).
 	notStarted map[string]bool
-	ledger     Spend
+	ledger     runrec.Spend
 	reason     string
 
 	stopOnce sync.Once
@@ -571,7 +559,7 @@ type runner struct {
 
 	// prevJobs holds the phases of the resumed run whose remote job may
 	// still be queued or running, by address.
-	prevJobs  map[string]*PhaseState
+	prevJobs  map[string]*runrec.PhaseState
 	cancelRun context.CancelFunc
 
 	// temps tracks temporary outputs (see temporary.go); under mu.
@@ -685,11 +673,11 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 			skipped = nil
 		}
 		for _, s := range skipped {
-			r.state.phase(s, func(ps *PhaseState) {
-				ps.Status = StatusBlocked
+			r.state.phase(s, func(ps *runrec.PhaseState) {
+				ps.Status = runrec.StatusBlocked
 				ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
 			})
-			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
+			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: runrec.StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
 		}
 		if !pr.ok && !r.opts.KeepGoing {
 			halted = true
@@ -976,7 +964,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 			r.tempGone(addr, d.tempGone)
 		}
 	}
-	r.state.phase(addr, func(ps *PhaseState) {
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Key = d.Key
 		ps.Reasons = d.Reasons
 	})
@@ -993,16 +981,16 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	if d.Action == ActionRestore {
 		err := r.restore(d)
 		if err == nil {
-			r.finish(addr, d, StatusRestored, d.entry.Outputs, began)
+			r.finish(addr, d, runrec.StatusRestored, d.entry.Outputs, began)
 			return true
 		}
 		if r.interrupted(err) {
 			end := e.now()
-			r.state.phase(addr, func(ps *PhaseState) {
-				ps.Status = StatusStopped
+			r.state.phase(addr, func(ps *runrec.PhaseState) {
+				ps.Status = runrec.StatusStopped
 				ps.Error = "stopped: the run was interrupted while its outputs were restored from the cache; cairn resume restores them"
 			})
-			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: StatusStopped, Duration: end.Sub(began), Time: end})
+			e.rep.Report(Event{Kind: EventDone, Phase: addr, Status: runrec.StatusStopped, Duration: end.Sub(began), Time: end})
 			return false
 		}
 		// The cache could not give the outputs back (a corrupt blob was
@@ -1018,7 +1006,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		d.components = comps
 	}
 	if d.Action == ActionCached {
-		r.finish(addr, d, StatusCached, d.entry.Outputs, began)
+		r.finish(addr, d, runrec.StatusCached, d.entry.Outputs, began)
 		return true
 	}
 	if msg := r.missingTemporary(addr); msg != "" {
@@ -1147,7 +1135,7 @@ func (r *runner) takeSlot(addr string) bool {
 // markNotStarted leaves a phase pending, recorded as a phase never started
 // is, without the key and reasons of its decision.
 func (r *runner) markNotStarted(addr string) {
-	r.state.phase(addr, func(ps *PhaseState) {
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Key = ""
 		ps.Reasons = nil
 	})
@@ -1191,16 +1179,16 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 		e.lastKeys.set(addr, d.key)
 	}
 	var metrics json.RawMessage
-	if status != StatusSucceeded && d.entry != nil {
+	if status != runrec.StatusSucceeded && d.entry != nil {
 		metrics = e.cachedMetrics(e.spec.Phase(addr), d.entry)
 	}
 	end := e.now()
-	r.state.phase(addr, func(ps *PhaseState) {
+	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Status = status
 		if metrics != nil {
 			ps.Metrics = metrics
 		}
-		if status != StatusSucceeded {
+		if status != runrec.StatusSucceeded {
 			ps.DurationMS = end.Sub(began).Milliseconds()
 		}
 	})

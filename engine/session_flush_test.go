@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestHitInSessionBeforeRestore: whenever an output is restored from the
@@ -18,7 +20,7 @@ import (
 func TestHitInSessionBeforeRestore(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": chainSpec, "in.txt": "x\n"})
 	first := s.run(t, RunOptions{})
-	st, err := ReadState(filepath.Join(s.dir, ".cairn", "runs", first.RunID, "state.json"))
+	st, err := runrec.ReadState(filepath.Join(s.dir, ".cairn", "runs", first.RunID, "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +48,7 @@ func TestHitInSessionBeforeRestore(t *testing.T) {
 	if err := os.Remove(filepath.Join(s.dir, "a.txt")); err != nil {
 		t.Fatal(err)
 	}
-	s.run(t, RunOptions{Request: Request{Gates: Gates{Only: []string{"b"}}}})
+	s.run(t, RunOptions{Request: runrec.Request{Gates: runrec.Gates{Only: []string{"b"}}}})
 	if diff := cmp.Diff([]string{"b", "a"}, restored); diff != "" {
 		t.Errorf("restored phases (-want +got):\n%s", diff)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/internal/failpoint"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -41,7 +42,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 		results: make(chan phaseResult),
 		storing: map[string]chan struct{}{"a": make(chan struct{})},
 		res:     &RunResult{Failures: map[string]error{}},
-		state:   &stateFile{st: &RunState{Phases: map[string]*PhaseState{}}},
+		state:   &stateFile{st: &runrec.RunState{Phases: map[string]*runrec.PhaseState{}}},
 	}
 	type ret struct {
 		u       string
@@ -103,7 +104,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 
 	// Refused: the phase is recorded as not started, without the key and
 	// reasons of its decision.
-	r.state.phase("b", func(ps *PhaseState) { ps.Key, ps.Reasons = "k", []string{"new"} })
+	r.state.phase("b", func(ps *runrec.PhaseState) { ps.Key, ps.Reasons = "k", []string{"new"} })
 	r.storing["a"] = make(chan struct{})
 	go await()
 	next("yield")
@@ -175,7 +176,7 @@ func TestNoCommandStartsAfterStopWhileWaiting(t *testing.T) {
 	if n := s.exec.count("b"); n != 0 {
 		t.Errorf("b's command ran %d times after the run was stopped", n)
 	}
-	if res.Counts[StatusSucceeded] != 1 || res.Counts[StatusSkipped] != 1 {
+	if res.Counts[runrec.StatusSucceeded] != 1 || res.Counts[runrec.StatusSkipped] != 1 {
 		t.Errorf("counts %v, want a succeeded and b skipped", res.Counts)
 	}
 }
@@ -200,7 +201,7 @@ func TestTimeoutExcludesWaitForUpstream(t *testing.T) {
 	if yielded.Load() == 0 {
 		t.Fatal("b never waited for a's store: the test did not reach the case")
 	}
-	if res.Counts[StatusSucceeded] != 2 {
+	if res.Counts[runrec.StatusSucceeded] != 2 {
 		t.Errorf("counts %v, failures %v; want a and b succeeded", res.Counts, res.Failures)
 	}
 }

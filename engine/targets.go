@@ -11,6 +11,7 @@ import (
 	"github.com/agext/levenshtein"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -79,20 +80,6 @@ func (e *UnknownPhaseError) outputError() string {
 	return msg + "; a target is a phase name, an instance address or a declared output path (cairn graph shows the phases)"
 }
 
-// Gates select which phases a run or plan considers and which it forces.
-// They are recorded with a run so that resume repeats them.
-type Gates struct {
-	// Force reruns these phases even when cached.
-	Force []string `json:"force,omitempty"`
-	// From forces these phases and everything downstream of them.
-	From []string `json:"from,omitempty"`
-	// Until considers only these phases and what they need.
-	Until []string `json:"until,omitempty"`
-	// Only considers exactly these phases; what they need from other
-	// phases must already be in the workspace or the cache.
-	Only []string `json:"only,omitempty"`
-}
-
 // selection is a resolved set of targets and gates.
 type selection struct {
 	// include holds the phases to consider; nil means every phase.
@@ -106,7 +93,7 @@ type selection struct {
 func (s *selection) has(addr string) bool { return s.include == nil || s.include[addr] }
 
 // resolve checks every name and turns targets and gates into a selection.
-func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
+func (e *Engine) resolve(targets []string, g runrec.Gates) (*selection, error) {
 	hadTargets, hadUntil, hadOnly := len(targets) > 0, len(g.Until) > 0, len(g.Only) > 0
 	lists := []*[]string{&targets, &g.Force, &g.From, &g.Until, &g.Only}
 	for _, l := range lists {
@@ -186,10 +173,10 @@ func (e *Engine) resolve(targets []string, g Gates) (*selection, error) {
 // counts, so a resume of a resume (which records the same gates) still
 // does not force them: there they were found cached. A phase whose
 // inputs changed since still runs, its key being another.
-func (s *selection) unforceFinished(prev map[string]*PhaseState) {
+func (s *selection) unforceFinished(prev map[string]*runrec.PhaseState) {
 	for addr, ps := range prev {
 		switch ps.Status {
-		case StatusSucceeded, StatusCached, StatusRestored:
+		case runrec.StatusSucceeded, runrec.StatusCached, runrec.StatusRestored:
 			delete(s.forced, addr)
 		}
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/cairn-run/cairn/internal/jsonx"
 )
 
 // StateDirName is the workspace's state directory beside the spec.
@@ -136,9 +138,9 @@ func (li LockInfo) appendJSON(b []byte) []byte {
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, int64(li.PID), 10)
 	b = append(b, `,"run_id":`...)
-	b = appendJSONString(b, li.RunID)
+	b = jsonx.AppendString(b, li.RunID)
 	b = append(b, `,"host":`...)
-	b = appendJSONString(b, li.Host)
+	b = jsonx.AppendString(b, li.Host)
 	return append(b, '}')
 }
 

@@ -5,7 +5,7 @@
 // image from anywhere, so it can be mailed or attached as it is.
 //
 // The entry point is [Write], which takes an [Input]: the run's record
-// (engine.RunState), the spec's graph when it still loads, and where to
+// (runrec.RunState), the spec's graph when it still loads, and where to
 // read logs. The same input gives the same bytes.
 //
 // The graph layout (layers by longest path, barycentre ordering that keeps

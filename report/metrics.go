@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // maxCell is the longest value a table cell shows, in runes; arrays and
@@ -29,7 +29,7 @@ type valueRow struct {
 
 // paramsTable tabulates the phases' params, nested objects flattened to
 // name.key.
-func paramsTable(addrs []string, phases map[string]*engine.PhaseState) valueTable {
+func paramsTable(addrs []string, phases map[string]*runrec.PhaseState) valueTable {
 	values := map[string]map[string]string{}
 	for _, a := range addrs {
 		ps := phases[a]
@@ -50,7 +50,7 @@ func paramsTable(addrs []string, phases map[string]*engine.PhaseState) valueTabl
 // file the columns are the flattened keys inside it (so instances that
 // write train/m.json and eval/m.json line up), otherwise each key is
 // prefixed with its file: "eval/m.json: acc".
-func metricsTable(addrs []string, phases map[string]*engine.PhaseState) valueTable {
+func metricsTable(addrs []string, phases map[string]*runrec.PhaseState) valueTable {
 	files := map[string]map[string]json.RawMessage{}
 	prefix := false
 	values := map[string]map[string]string{}

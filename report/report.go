@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // Input is what a report is made of. Run is required; everything else
 // may be left zero.
 type Input struct {
 	// Run is the run's record.
-	Run *engine.RunState
+	Run *runrec.RunState
 	// Experiment is the experiment's name ("" shows the spec's file name).
 	Experiment string
 	// Graph is the spec's phase graph. Its vertices that the run has no
@@ -43,7 +43,7 @@ type Input struct {
 	Root string
 	// CachedLogs, if not nil, returns the logs of a phase that was cached
 	// in the run (they belong to the run that produced the result).
-	CachedLogs func(addr string, ps *engine.PhaseState) (stdout, stderr []byte, err error)
+	CachedLogs func(addr string, ps *runrec.PhaseState) (stdout, stderr []byte, err error)
 	// Version, if not empty, is the cairn version shown in the footer.
 	Version string
 }
@@ -91,7 +91,7 @@ type phaseView struct {
 	Error       string
 	Logs        []logTail
 	Open        bool // logs shown unfolded: the phase went wrong
-	state       *engine.PhaseState
+	state       *runrec.PhaseState
 }
 
 // Write renders the report of in.Run to w as one HTML page. The page is
@@ -197,7 +197,7 @@ func sortedByDrawing(nodes []nodeView) []nodeView {
 	return out
 }
 
-func newPhaseView(addr string, ps *engine.PhaseState) *phaseView {
+func newPhaseView(addr string, ps *runrec.PhaseState) *phaseView {
 	pv := &phaseView{
 		Addr: addr, Status: ps.Status, StatusLabel: statusLabel(ps.Status), Style: styleOf(ps.Status),
 		Reasons: ps.Reasons, Error: ps.Error, Open: bad(ps.Status), state: ps,
@@ -209,7 +209,7 @@ func newPhaseView(addr string, ps *engine.PhaseState) *phaseView {
 		pv.Attempts = strconv.Itoa(ps.Attempts)
 	}
 	if ps.Cost != 0 {
-		pv.Cost = engine.FormatCost(ps.Cost)
+		pv.Cost = runrec.FormatCost(ps.Cost)
 	}
 	if ps.Iterations != 0 {
 		pv.Iterations = strconv.FormatInt(ps.Iterations, 10)
@@ -223,20 +223,20 @@ func newPhaseView(addr string, ps *engine.PhaseState) *phaseView {
 // runStyle colours the run's status like the phase status it matches.
 func runStyle(status string) style {
 	switch status {
-	case engine.RunSucceeded:
-		return styleOf(engine.StatusSucceeded)
-	case engine.RunFailed:
-		return styleOf(engine.StatusFailed)
-	case engine.RunStopped, engine.RunInterrupted:
-		return styleOf(engine.StatusStopped)
-	case engine.RunRunning:
-		return styleOf(engine.StatusRunning)
+	case runrec.RunSucceeded:
+		return styleOf(runrec.StatusSucceeded)
+	case runrec.RunFailed:
+		return styleOf(runrec.StatusFailed)
+	case runrec.RunStopped, runrec.RunInterrupted:
+		return styleOf(runrec.StatusStopped)
+	case runrec.RunRunning:
+		return styleOf(runrec.StatusRunning)
 	}
 	return unknownStyle
 }
 
 // facts is the header's list: when, where, what it was asked and spent.
-func facts(st *engine.RunState, names []string) []fact {
+func facts(st *runrec.RunState, names []string) []fact {
 	status := statusLabel(st.Status)
 	if st.StopReason != "" {
 		status += " (" + st.StopReason + ")"
@@ -250,7 +250,7 @@ func facts(st *engine.RunState, names []string) []fact {
 		fs = append(fs, fact{endLabel, fmtTime(end)})
 		if !st.Started.IsZero() {
 			d := fmtDuration(end.Sub(st.Started))
-			if st.Status == engine.RunRunning {
+			if st.Status == runrec.RunRunning {
 				d += " so far"
 			}
 			fs = append(fs, fact{"Duration", d})
@@ -269,15 +269,15 @@ func facts(st *engine.RunState, names []string) []fact {
 	}
 	fs = append(fs, fact{"Targets", targets})
 	t := st.Total()
-	spent := "cost " + engine.FormatCost(t.Cost)
+	spent := "cost " + runrec.FormatCost(t.Cost)
 	if t.Iterations > 0 {
 		spent += fmt.Sprintf(", %d iterations", t.Iterations)
 	}
 	if st.MaxCost != nil {
-		spent += " of budget " + engine.FormatCost(*st.MaxCost)
+		spent += " of budget " + runrec.FormatCost(*st.MaxCost)
 	}
-	if st.SpentBefore != (engine.Spend{}) {
-		spent += fmt.Sprintf(" (this run: cost %s, %d iterations)", engine.FormatCost(st.Spent.Cost), st.Spent.Iterations)
+	if st.SpentBefore != (runrec.Spend{}) {
+		spent += fmt.Sprintf(" (this run: cost %s, %d iterations)", runrec.FormatCost(st.Spent.Cost), st.Spent.Iterations)
 	}
 	fs = append(fs, fact{"Spent", spent})
 	if st.ResumeOf != "" {
@@ -296,7 +296,7 @@ func facts(st *engine.RunState, names []string) []fact {
 
 // runEnd is when the run ended, or its last heartbeat while it runs or
 // when it was interrupted.
-func runEnd(st *engine.RunState) (time.Time, string) {
+func runEnd(st *runrec.RunState) (time.Time, string) {
 	if st.Ended != nil {
 		return *st.Ended, "Ended"
 	}
@@ -305,7 +305,7 @@ func runEnd(st *engine.RunState) (time.Time, string) {
 
 // countLine counts the drawn phases by status: "3 succeeded, 1 failed,
 // 2 not in run".
-func countLine(st *engine.RunState, names []string) string {
+func countLine(st *runrec.RunState, names []string) string {
 	c := map[string]int{}
 	for _, a := range names {
 		if ps := st.Phases[a]; ps != nil {
@@ -337,7 +337,7 @@ func countLine(st *engine.RunState, names []string) string {
 
 // graphNote says what the drawing is not: edges missing for lack of a
 // spec, or today's spec rather than the run's.
-func graphNote(in Input, st *engine.RunState, names []string) string {
+func graphNote(in Input, st *runrec.RunState, names []string) string {
 	switch {
 	case in.Graph == nil && in.SpecError != nil:
 		return "The spec could not be loaded (" + firstLine(in.SpecError.Error()) + "), so the phases are drawn from the run record alone, without their dependencies."

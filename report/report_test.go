@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -53,9 +53,9 @@ func fixtureGraph() *dag.Graph {
 	return &g
 }
 
-func readFixture(t *testing.T) *engine.RunState {
+func readFixture(t *testing.T) *runrec.RunState {
 	t.Helper()
-	st, err := engine.ReadState(filepath.Join("testdata", "ws", "state.json"))
+	st, err := runrec.ReadState(filepath.Join("testdata", "ws", "state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func fixtureInput(t *testing.T) Input {
 		Graph:       fixtureGraph(),
 		SpecChanged: true,
 		Root:        filepath.Join("testdata", "ws"),
-		CachedLogs: func(addr string, ps *engine.PhaseState) ([]byte, []byte, error) {
+		CachedLogs: func(addr string, ps *runrec.PhaseState) ([]byte, []byte, error) {
 			if addr != "prepare" {
 				return nil, nil, fmt.Errorf("no cached logs for %s", addr)
 			}
@@ -187,12 +187,12 @@ func TestHostileContentEscaped(t *testing.T) {
 	}
 	code := 1
 	phase := `p["` + evil + `"]`
-	st := &engine.RunState{
-		RunID: `r<script>`, Status: engine.RunFailed, Host: evil, Spec: evil,
-		Request: engine.Request{Targets: []string{evil}},
-		Phases: map[string]*engine.PhaseState{
+	st := &runrec.RunState{
+		RunID: `r<script>`, Status: runrec.RunFailed, Host: evil, Spec: evil,
+		Request: runrec.Request{Targets: []string{evil}},
+		Phases: map[string]*runrec.PhaseState{
 			phase: {
-				Status: engine.StatusFailed, ExitCode: &code, Error: "</td>" + evil, Reasons: []string{evil},
+				Status: runrec.StatusFailed, ExitCode: &code, Error: "</td>" + evil, Reasons: []string{evil},
 				Stdout: "out.log", Stderr: "out.log", LogTail: evil,
 				Metrics: json.RawMessage(`{"<script>m.json": {"<script>k": "` + strings.ReplaceAll(evil, `"`, `\"`) + `"}}`),
 				Params:  map[string]json.RawMessage{"<script>": json.RawMessage(`"` + strings.ReplaceAll(evil, `"`, `\"`) + `"`)},
@@ -305,11 +305,11 @@ func TestMetricsTableShapes(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			phases := map[string]*engine.PhaseState{}
+			phases := map[string]*runrec.PhaseState{}
 			var addrs []string
 			for _, a := range []string{"a", "b", "c"} {
 				if m, ok := tt.metrics[a]; ok {
-					phases[a] = &engine.PhaseState{Metrics: json.RawMessage(m)}
+					phases[a] = &runrec.PhaseState{Metrics: json.RawMessage(m)}
 					addrs = append(addrs, a)
 				}
 			}

@@ -3,7 +3,7 @@ package report
 import (
 	"strings"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // notInRun is the pseudo-status of a phase of the spec that the run did
@@ -20,26 +20,26 @@ type style struct {
 // styles maps each phase status to its colours. Reds and oranges are the
 // statuses that need a look; blues and greens are results.
 var styles = map[string]style{
-	engine.StatusSucceeded:  {"#dcf2dc", "#2f7d32", "#1b4d1e", false},
-	engine.StatusCached:     {"#dbe8f8", "#2b63a6", "#173a63", false},
-	engine.StatusRestored:   {"#d9f1ef", "#1f7a72", "#134a45", false},
-	engine.StatusRunning:    {"#fff4c2", "#a77b00", "#5c4400", false},
-	engine.StatusPending:    {"#ffffff", "#8a8f98", "#4a4f57", true},
-	engine.StatusFailed:     {"#fbd9d6", "#b3261e", "#7a1712", false},
-	engine.StatusTimedOut:   {"#fde3c8", "#b45309", "#713305", false},
-	engine.StatusOverBudget: {"#eadcf8", "#6b3fa0", "#44256a", false},
-	engine.StatusBlocked:    {"#f3eee0", "#8d7b4a", "#564a2a", false},
-	engine.StatusSkipped:    {"#f2f2f2", "#9a9a9a", "#555555", true},
-	engine.StatusStopped:    {"#fff0d6", "#a66300", "#663d00", false},
+	runrec.StatusSucceeded:  {"#dcf2dc", "#2f7d32", "#1b4d1e", false},
+	runrec.StatusCached:     {"#dbe8f8", "#2b63a6", "#173a63", false},
+	runrec.StatusRestored:   {"#d9f1ef", "#1f7a72", "#134a45", false},
+	runrec.StatusRunning:    {"#fff4c2", "#a77b00", "#5c4400", false},
+	runrec.StatusPending:    {"#ffffff", "#8a8f98", "#4a4f57", true},
+	runrec.StatusFailed:     {"#fbd9d6", "#b3261e", "#7a1712", false},
+	runrec.StatusTimedOut:   {"#fde3c8", "#b45309", "#713305", false},
+	runrec.StatusOverBudget: {"#eadcf8", "#6b3fa0", "#44256a", false},
+	runrec.StatusBlocked:    {"#f3eee0", "#8d7b4a", "#564a2a", false},
+	runrec.StatusSkipped:    {"#f2f2f2", "#9a9a9a", "#555555", true},
+	runrec.StatusStopped:    {"#fff0d6", "#a66300", "#663d00", false},
 	notInRun:                {"#ffffff", "#c4c7cc", "#8a8f98", true},
 }
 
 // statusOrder is the order of the legend and of the count line.
 var statusOrder = []string{
-	engine.StatusSucceeded, engine.StatusCached, engine.StatusRestored,
-	engine.StatusRunning, engine.StatusPending,
-	engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget,
-	engine.StatusBlocked, engine.StatusSkipped, engine.StatusStopped,
+	runrec.StatusSucceeded, runrec.StatusCached, runrec.StatusRestored,
+	runrec.StatusRunning, runrec.StatusPending,
+	runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget,
+	runrec.StatusBlocked, runrec.StatusSkipped, runrec.StatusStopped,
 	notInRun,
 }
 
@@ -66,7 +66,7 @@ func statusLabel(status string) string {
 // open: the phase did not finish well.
 func bad(status string) bool {
 	switch status {
-	case engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget, engine.StatusStopped:
+	case runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusStopped:
 		return true
 	}
 	return false

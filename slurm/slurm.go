@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -300,7 +301,7 @@ func (e ending) result(id, dir string) (int, error) {
 		if e.code == 0 {
 			return 0, nil
 		}
-		return e.code, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: e.code, Detail: what}
+		return e.code, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: e.code, Detail: what}
 	}
 	detail := what + " " + e.state
 	if e.reason != "" && e.reason != "None" {
@@ -311,19 +312,19 @@ func (e ending) result(id, dir string) (int, error) {
 	}
 	switch e.state {
 	case "TIMEOUT", "DEADLINE":
-		return -1, &engine.JobEndedError{Status: engine.StatusTimedOut, ExitCode: -1,
+		return -1, &engine.JobEndedError{Status: runrec.StatusTimedOut, ExitCode: -1,
 			Detail: detail + ": Slurm ended it at its time limit; raise slurm.time or budget.timeout"}
 	case "CANCELLED":
-		return -1, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: -1, Detail: detail + ": cancelled outside cairn (scancel, or an administrator)"}
+		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": cancelled outside cairn (scancel, or an administrator)"}
 	case "OUT_OF_MEMORY":
-		return -1, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: -1, Detail: detail + ": out of memory; raise slurm.mem"}
+		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": out of memory; raise slurm.mem"}
 	case "NODE_FAIL", "BOOT_FAIL":
-		return -1, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: -1, Detail: detail + ": the node failed; cairn resume runs the phase again"}
+		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": the node failed; cairn resume runs the phase again"}
 	case "PREEMPTED", "REVOKED":
-		return -1, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: -1, Detail: detail + ": preempted; cairn resume runs the phase again"}
+		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": preempted; cairn resume runs the phase again"}
 	}
 	if e.gone {
-		return -1, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: -1,
+		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1,
 			Detail: fmt.Sprintf("%s left Slurm's queue without recording an exit status in %s", what, filepath.Join(dir, exitFile))}
 	}
 	code := -1
@@ -332,7 +333,7 @@ func (e ending) result(id, dir string) (int, error) {
 			code = n
 		}
 	}
-	return code, &engine.JobEndedError{Status: engine.StatusFailed, ExitCode: code,
+	return code, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: code,
 		Detail: fmt.Sprintf("%s: the batch script recorded no exit status in %s", detail, filepath.Join(dir, exitFile))}
 }
 

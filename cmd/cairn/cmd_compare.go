@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 type compareOptions struct {
@@ -55,19 +55,19 @@ func runCompare(g *globals, opts compareOptions, args []string, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	var a, b *engine.RunState
+	var a, b *runrec.RunState
 	switch len(args) {
 	case 2:
-		if a, err = ws.FindRun(args[0]); err == nil {
-			b, err = ws.FindRun(args[1])
+		if a, err = ws.Records().FindRun(args[0]); err == nil {
+			b, err = ws.Records().FindRun(args[1])
 		}
 	case 1:
-		if a, err = ws.FindRun(args[0]); err == nil {
-			b, err = ws.FindRun("")
+		if a, err = ws.Records().FindRun(args[0]); err == nil {
+			b, err = ws.Records().FindRun("")
 		}
 	default:
-		var runs []*engine.RunState // the newest two, newest first
-		rerr := ws.RunsNewestFirst(func(st *engine.RunState) bool {
+		var runs []*runrec.RunState // the newest two, newest first
+		rerr := ws.Records().RunsNewestFirst(func(st *runrec.RunState) bool {
 			runs = append(runs, st)
 			return len(runs) < 2
 		})
@@ -100,7 +100,7 @@ func completeRuns(g *globals) func(*cobra.Command, []string, string) ([]string, 
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		runs, _ := ws.Runs()
+		runs, _ := ws.Records().Runs()
 		var ids []string
 		for i := len(runs) - 1; i >= 0; i-- {
 			if strings.HasPrefix(runs[i].RunID, toComplete) {
@@ -131,7 +131,7 @@ const runRow = "(run)"
 // spending, duration), then every phase of either run in natural order
 // with its status, params, metrics, cost, iterations and duration. A
 // spending row is left out when neither run spent anything on it.
-func buildComparison(a, b *engine.RunState) *comparison {
+func buildComparison(a, b *runrec.RunState) *comparison {
 	c := &comparison{a: a.RunID, b: b.RunID}
 	ta, tb := a.Total(), b.Total()
 	c.add(runRow, "status", jsonString(a.Status), jsonString(b.Status))
@@ -201,7 +201,7 @@ func (c *comparison) addSpend(phase string, a, b *spend) {
 	}
 	nonzero := func(f func(*spend) bool) bool { return a != nil && f(a) || b != nil && f(b) }
 	if nonzero(func(s *spend) bool { return s.cost != 0 }) {
-		f := func(s *spend) string { return engine.FormatCost(s.cost) }
+		f := func(s *spend) string { return runrec.FormatCost(s.cost) }
 		c.add(phase, "cost", val(a, f), val(b, f))
 	}
 	if nonzero(func(s *spend) bool { return s.iterations != 0 }) {

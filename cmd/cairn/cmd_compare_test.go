@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestCompareGolden renders the comparison of the fixture runs: changes
@@ -138,7 +138,7 @@ func TestCompareNeedsTwoRuns(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 	err = runCompare(g, compareOptions{}, []string{"20250101"}, &bytes.Buffer{})
-	var unknown *engine.UnknownRunError
+	var unknown *runrec.UnknownRunError
 	if err == nil || !errors.As(err, &unknown) {
 		t.Errorf("unknown run: error %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/dag"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -41,18 +42,18 @@ var graphFormats = map[string]func(io.Writer, *dag.Graph, dag.Drawing) error{
 // in the order cairn show counts them.
 var statusColors = []dag.StatusStyle{
 	{Name: string(engine.ActionRun), Fill: "#ffe08a"},
-	{Name: engine.StatusSucceeded, Fill: "#7fd17f"},
-	{Name: engine.StatusCached, Fill: "#c3ecc3"},
+	{Name: runrec.StatusSucceeded, Fill: "#7fd17f"},
+	{Name: runrec.StatusCached, Fill: "#c3ecc3"},
 	{Name: string(engine.ActionRestore), Fill: "#a8d8ff"},
-	{Name: engine.StatusRestored, Fill: "#a8d8ff"},
-	{Name: engine.StatusRunning, Fill: "#ffe08a"},
-	{Name: engine.StatusPending, Fill: "#f0f0f0"},
-	{Name: engine.StatusFailed, Fill: "#ff8a80"},
-	{Name: engine.StatusTimedOut, Fill: "#ffb870"},
-	{Name: engine.StatusOverBudget, Fill: "#e3a8ff"},
-	{Name: engine.StatusBlocked, Fill: "#c8c8c8"},
-	{Name: engine.StatusSkipped, Fill: "#e8e8e8"},
-	{Name: engine.StatusStopped, Fill: "#d7c4b0"},
+	{Name: runrec.StatusRestored, Fill: "#a8d8ff"},
+	{Name: runrec.StatusRunning, Fill: "#ffe08a"},
+	{Name: runrec.StatusPending, Fill: "#f0f0f0"},
+	{Name: runrec.StatusFailed, Fill: "#ff8a80"},
+	{Name: runrec.StatusTimedOut, Fill: "#ffb870"},
+	{Name: runrec.StatusOverBudget, Fill: "#e3a8ff"},
+	{Name: runrec.StatusBlocked, Fill: "#c8c8c8"},
+	{Name: runrec.StatusSkipped, Fill: "#e8e8e8"},
+	{Name: runrec.StatusStopped, Fill: "#d7c4b0"},
 }
 
 func newGraphCommand(g *globals) *cobra.Command {
@@ -156,8 +157,8 @@ func graphStatus(g *globals, opts graphOptions) (*spec.Spec, map[string]string, 
 		if id == "latest" {
 			id = ""
 		}
-		st, err := ws.FindRun(id)
-		if errors.Is(err, engine.ErrNoRuns) {
+		st, err := ws.Records().FindRun(id)
+		if errors.Is(err, runrec.ErrNoRuns) {
 			return nil, nil, fmt.Errorf("graph --run %s: %w; start one with cairn run, or use --status for what a run would do", opts.Run, err)
 		}
 		if err != nil {

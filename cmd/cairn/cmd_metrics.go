@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 type metricsOptions struct {
@@ -100,12 +101,12 @@ func runMetrics(g *globals, opts metricsOptions, phases []string, out io.Writer)
 
 // selectRuns returns the runs to show, newest first: the given ones, the
 // latest, or all.
-func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*engine.RunState, error) {
+func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*runrec.RunState, error) {
 	if len(ids) > 0 {
-		var out []*engine.RunState
+		var out []*runrec.RunState
 		seen := map[string]bool{}
 		for _, id := range ids {
-			st, err := ws.FindRun(id)
+			st, err := ws.Records().FindRun(id)
 			if err != nil {
 				return nil, err
 			}
@@ -118,8 +119,8 @@ func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*engine.RunSt
 		return out, nil
 	}
 	if latest {
-		var st *engine.RunState
-		err := ws.RunsNewestFirst(func(r *engine.RunState) bool {
+		var st *runrec.RunState
+		err := ws.Records().RunsNewestFirst(func(r *runrec.RunState) bool {
 			st = r
 			return false
 		})
@@ -127,22 +128,22 @@ func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*engine.RunSt
 			return nil, err
 		}
 		if st == nil {
-			return nil, engine.ErrNoRuns
+			return nil, runrec.ErrNoRuns
 		}
-		return []*engine.RunState{st}, nil
+		return []*runrec.RunState{st}, nil
 	}
-	runs, err := ws.Runs()
+	runs, err := ws.Records().Runs()
 	if err != nil {
 		return nil, err
 	}
 	if len(runs) == 0 {
-		return nil, engine.ErrNoRuns
+		return nil, runrec.ErrNoRuns
 	}
 	sortNewestFirst(runs)
 	return runs, nil
 }
 
-func sortNewestFirst(runs []*engine.RunState) {
+func sortNewestFirst(runs []*runrec.RunState) {
 	sort.SliceStable(runs, func(i, j int) bool {
 		if !runs[i].Started.Equal(runs[j].Started) {
 			return runs[i].Started.After(runs[j].Started)
@@ -187,7 +188,7 @@ func (r *metricsRow) value(col string) json.RawMessage {
 // first, phases in natural order) that recorded metrics, or that has
 // params and got as far as running or being found in the cache. phases,
 // when given, keeps only those phases (names or instance addresses).
-func buildMetricsTable(runs []*engine.RunState, phases []string) (*metricsTable, error) {
+func buildMetricsTable(runs []*runrec.RunState, phases []string) (*metricsTable, error) {
 	keep, err := phaseFilter(runs, phases)
 	if err != nil {
 		return nil, err
@@ -226,7 +227,7 @@ func buildMetricsTable(runs []*engine.RunState, phases []string) (*metricsTable,
 // in the run.
 func notStarted(status string) bool {
 	switch status {
-	case engine.StatusPending, engine.StatusSkipped, engine.StatusBlocked:
+	case runrec.StatusPending, runrec.StatusSkipped, runrec.StatusBlocked:
 		return true
 	}
 	return false
@@ -235,7 +236,7 @@ func notStarted(status string) bool {
 // phaseFilter returns a predicate keeping the phases named (by address,
 // or by block name for all of its instances); every name must match a
 // phase of one of the runs.
-func phaseFilter(runs []*engine.RunState, names []string) (func(string) bool, error) {
+func phaseFilter(runs []*runrec.RunState, names []string) (func(string) bool, error) {
 	if len(names) == 0 {
 		return func(string) bool { return true }, nil
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata and the cmp files inside testdata/script/*.txtar")
@@ -41,7 +41,7 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // fixtureRuns are two runs of a sweep, oldest first: the second changes
 // lr for m1 (new metrics), finishes m2 that failed the first time, finds
 // m10 cached and skips a phase.
-func fixtureRuns() []*engine.RunState {
+func fixtureRuns() []*runrec.RunState {
 	at := func(s string) time.Time {
 		t, err := time.Parse(time.RFC3339, s)
 		if err != nil {
@@ -50,45 +50,45 @@ func fixtureRuns() []*engine.RunState {
 		return t
 	}
 	ended := func(s string) *time.Time { t := at(s); return &t }
-	a := &engine.RunState{
-		RunID: "20250301-100000-aaaaaa", Status: engine.RunFailed,
+	a := &runrec.RunState{
+		RunID: "20250301-100000-aaaaaa", Status: runrec.RunFailed,
 		Started: at("2025-03-01T10:00:00Z"), Ended: ended("2025-03-01T10:01:30Z"),
-		Spent: engine.Spend{Cost: 1.5, Iterations: 30},
-		Phases: map[string]*engine.PhaseState{
-			"prepare": {Status: engine.StatusSucceeded, DurationMS: 1200},
-			`train["m1"]`: {Status: engine.StatusSucceeded, DurationMS: 30000, Cost: 0.5, Iterations: 10,
+		Spent: runrec.Spend{Cost: 1.5, Iterations: 30},
+		Phases: map[string]*runrec.PhaseState{
+			"prepare": {Status: runrec.StatusSucceeded, DurationMS: 1200},
+			`train["m1"]`: {Status: runrec.StatusSucceeded, DurationMS: 30000, Cost: 0.5, Iterations: 10,
 				Params:  raws(map[string]string{"model": `"m1"`, "lr": `0.1`, "opt": `{"beta":0.9}`}),
 				Metrics: json.RawMessage(`{"out/eval-m1.json":{"acc":0.75,"note":"a, \"quoted\" note"},"out/train-m1.json":{"acc":0.8,"loss":0.25}}`)},
-			`train["m10"]`: {Status: engine.StatusSucceeded, DurationMS: 31000, Cost: 1, Iterations: 20,
+			`train["m10"]`: {Status: runrec.StatusSucceeded, DurationMS: 31000, Cost: 1, Iterations: 20,
 				Params:  raws(map[string]string{"model": `"m10"`, "lr": `0.1`}),
 				Metrics: json.RawMessage(`{"out/train-m10.json":{"acc":0.6,"loss":0.5}}`)},
-			`train["m2"]`: {Status: engine.StatusFailed, DurationMS: 500, Error: "phase train[\"m2\"] failed: exit status 1",
+			`train["m2"]`: {Status: runrec.StatusFailed, DurationMS: 500, Error: "phase train[\"m2\"] failed: exit status 1",
 				Params: raws(map[string]string{"model": `"m2"`, "lr": `0.1`})},
-			"report": {Status: engine.StatusBlocked, Params: raws(map[string]string{"format": `"md"`})},
+			"report": {Status: runrec.StatusBlocked, Params: raws(map[string]string{"format": `"md"`})},
 		},
 	}
-	b := &engine.RunState{
-		RunID: "20250302-090000-bbbbbb", Status: engine.RunSucceeded,
+	b := &runrec.RunState{
+		RunID: "20250302-090000-bbbbbb", Status: runrec.RunSucceeded,
 		Started: at("2025-03-02T09:00:00Z"), Ended: ended("2025-03-02T09:01:00Z"),
-		Spent: engine.Spend{Cost: 1.25, Iterations: 25},
-		Phases: map[string]*engine.PhaseState{
-			"prepare": {Status: engine.StatusCached, DurationMS: 3},
-			`train["m1"]`: {Status: engine.StatusSucceeded, DurationMS: 29500, Cost: 0.5, Iterations: 10,
+		Spent: runrec.Spend{Cost: 1.25, Iterations: 25},
+		Phases: map[string]*runrec.PhaseState{
+			"prepare": {Status: runrec.StatusCached, DurationMS: 3},
+			`train["m1"]`: {Status: runrec.StatusSucceeded, DurationMS: 29500, Cost: 0.5, Iterations: 10,
 				Params:  raws(map[string]string{"model": `"m1"`, "lr": `0.2`, "opt": `{"beta":0.9}`}),
 				Metrics: json.RawMessage(`{"out/eval-m1.json":{"acc":0.78,"note":"line one\nline two"},"out/train-m1.json":{"acc":0.85,"loss":0.2}}`)},
-			`train["m10"]`: {Status: engine.StatusCached, DurationMS: 4,
+			`train["m10"]`: {Status: runrec.StatusCached, DurationMS: 4,
 				Params:  raws(map[string]string{"model": `"m10"`, "lr": `0.1`}),
 				Metrics: json.RawMessage(`{"out/train-m10.json":{"acc":0.6,"loss":0.5}}`)},
-			`train["m2"]`: {Status: engine.StatusSucceeded, DurationMS: 12000, Cost: 0.75, Iterations: 15,
+			`train["m2"]`: {Status: runrec.StatusSucceeded, DurationMS: 12000, Cost: 0.75, Iterations: 15,
 				Params:  raws(map[string]string{"model": `"m2"`, "lr": `0.1`}),
 				Metrics: json.RawMessage(`{"out/train-m2.json":{"acc":0.9123456,"loss":0.125}}`)},
-			"report": {Status: engine.StatusSucceeded, DurationMS: 100, Params: raws(map[string]string{"format": `"md"`})},
+			"report": {Status: runrec.StatusSucceeded, DurationMS: 100, Params: raws(map[string]string{"format": `"md"`})},
 		},
 	}
-	return []*engine.RunState{a, b}
+	return []*runrec.RunState{a, b}
 }
 
-func newestFirst() []*engine.RunState {
+func newestFirst() []*runrec.RunState {
 	runs := fixtureRuns()
 	sortNewestFirst(runs)
 	return runs

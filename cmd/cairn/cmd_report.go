@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/engine"
 	htmlreport "github.com/cairn-run/cairn/report"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -104,11 +104,11 @@ func loadSpecQuietly(g *globals) (*spec.Spec, error) {
 // cachedLogReader reads the logs of a phase that was cached in the run
 // from the local cache (never the remote: a report does not touch the
 // network). The cache is opened on first use, and only if it exists.
-func cachedLogReader(g *globals, s *spec.Spec) func(string, *engine.PhaseState) ([]byte, []byte, error) {
+func cachedLogReader(g *globals, s *spec.Spec) func(string, *runrec.PhaseState) ([]byte, []byte, error) {
 	var c *cache.Dir
 	var openErr error
 	opened := false
-	return func(_ string, ps *engine.PhaseState) ([]byte, []byte, error) {
+	return func(_ string, ps *runrec.PhaseState) ([]byte, []byte, error) {
 		if !opened {
 			opened = true
 			c, openErr = openLocalCache(g, s)

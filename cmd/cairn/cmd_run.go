@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // gateFlags are the phase-selection flags run and plan share.
@@ -26,8 +27,8 @@ func (o *gateFlags) AddFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Only, "only", nil, "run only `PHASE`; what it needs must already be in the workspace or cached (repeatable)")
 }
 
-func (o *gateFlags) gates() engine.Gates {
-	return engine.Gates{Force: o.Force, From: o.From, Until: o.Until, Only: o.Only}
+func (o *gateFlags) gates() runrec.Gates {
+	return runrec.Gates{Force: o.Force, From: o.From, Until: o.Until, Only: o.Only}
 }
 
 type runOptions struct {
@@ -65,7 +66,7 @@ cairn resume continues a stopped or failed run.`,
 			if opts.DryRun {
 				return runPlan(g, planOptions{JSON: opts.JSON, gateFlags: opts.gateFlags}, args, cmd.OutOrStdout())
 			}
-			req := engine.Request{
+			req := runrec.Request{
 				Targets:   args,
 				Gates:     opts.gates(),
 				Jobs:      opts.Jobs,
@@ -122,9 +123,9 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 		return err
 	}
 	switch res.Status {
-	case engine.RunStopped:
+	case runrec.RunStopped:
 		return &exitError{code: exitStopped, msg: fmt.Sprintf("run %s stopped (%s); finished phases are cached: cairn resume continues it", res.RunID, res.StopReason)}
-	case engine.RunFailed:
+	case runrec.RunFailed:
 		names := make([]string, 0, len(res.Failures))
 		for n := range res.Failures {
 			names = append(names, n)
@@ -155,14 +156,14 @@ func summaryLine(res *engine.RunResult) string {
 	for _, n := range c {
 		total += n
 	}
-	parts := []string{fmt.Sprintf("%d ran", c[engine.StatusSucceeded]), fmt.Sprintf("%d cached", c[engine.StatusCached]), fmt.Sprintf("%d restored", c[engine.StatusRestored])}
-	for _, s := range []string{engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget, engine.StatusBlocked, engine.StatusSkipped, engine.StatusStopped} {
+	parts := []string{fmt.Sprintf("%d ran", c[runrec.StatusSucceeded]), fmt.Sprintf("%d cached", c[runrec.StatusCached]), fmt.Sprintf("%d restored", c[runrec.StatusRestored])}
+	for _, s := range []string{runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusBlocked, runrec.StatusSkipped, runrec.StatusStopped} {
 		if c[s] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
 		}
 	}
 	line := fmt.Sprintf("run %s %s: %d phases: %s in %s", res.RunID, res.Status, total, strings.Join(parts, ", "), fmtDuration(res.Duration))
-	if res.Spent != (engine.Spend{}) {
+	if res.Spent != (runrec.Spend{}) {
 		line += "; spent " + fmtSpend(res.Spent)
 	}
 	if len(res.NotCached) > 0 {

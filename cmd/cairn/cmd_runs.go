@@ -19,12 +19,13 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
 
 // runFromArgs returns the workspace and the run named by args[0] (an id
 // or a unique prefix), or its latest run when args is empty.
-func (g *globals) runFromArgs(args []string) (engine.Workspace, *engine.RunState, error) {
+func (g *globals) runFromArgs(args []string) (engine.Workspace, *runrec.RunState, error) {
 	ws, err := g.workspace()
 	if err != nil {
 		return ws, nil, err
@@ -33,7 +34,7 @@ func (g *globals) runFromArgs(args []string) (engine.Workspace, *engine.RunState
 	if len(args) > 0 {
 		id = args[0]
 	}
-	st, err := ws.FindRun(id)
+	st, err := ws.Records().FindRun(id)
 	return ws, st, err
 }
 
@@ -118,14 +119,14 @@ spec to raise a budget.`,
 			if len(args) > 0 {
 				id = args[0]
 			}
-			prev, err := ws.FindRun(id)
+			prev, err := ws.Records().FindRun(id)
 			if err != nil {
 				return nothingToResume(ws, err)
 			}
-			if id == "" && prev.Status == engine.RunSucceeded {
+			if id == "" && prev.Status == runrec.RunSucceeded {
 				return nothingToResume(ws, fmt.Errorf("nothing to resume: the latest run %s succeeded", prev.RunID))
 			}
-			if prev.Status == engine.RunRunning {
+			if prev.Status == runrec.RunRunning {
 				return fmt.Errorf("run %s is still running (pid %d on %s); cairn stop stops it", prev.RunID, prev.PID, prev.Host)
 			}
 			req := prev.Request
@@ -154,12 +155,12 @@ spec to raise a budget.`,
 
 // nothingToResume wraps err with the list of runs.
 func nothingToResume(ws engine.Workspace, err error) error {
-	var unknown *engine.UnknownRunError
-	if errors.As(err, &unknown) || errors.Is(err, engine.ErrDamagedState) {
+	var unknown *runrec.UnknownRunError
+	if errors.As(err, &unknown) || errors.Is(err, runrec.ErrDamagedState) {
 		return err
 	}
-	var runs []*engine.RunState // the newest ten, newest first
-	_ = ws.RunsNewestFirst(func(st *engine.RunState) bool {
+	var runs []*runrec.RunState // the newest ten, newest first
+	_ = ws.Records().RunsNewestFirst(func(st *runrec.RunState) bool {
 		runs = append(runs, st)
 		return len(runs) < 10
 	})
@@ -192,7 +193,7 @@ process is gone, --cancel cancels the Slurm jobs it left behind.`,
 			}
 			id := ws.CurrentRun()
 			if len(args) > 0 {
-				st, err := ws.FindRun(args[0])
+				st, err := ws.Records().FindRun(args[0])
 				if err != nil {
 					return err
 				}
@@ -223,7 +224,7 @@ process is gone, --cancel cancels the Slurm jobs it left behind.`,
 }
 
 // counts tallies a run's phase statuses.
-func counts(st *engine.RunState) map[string]int {
+func counts(st *runrec.RunState) map[string]int {
 	c := map[string]int{}
 	for _, ps := range st.Phases {
 		c[ps.Status]++
@@ -232,13 +233,13 @@ func counts(st *engine.RunState) map[string]int {
 }
 
 func countLine(c map[string]int) string {
-	order := []string{engine.StatusSucceeded, engine.StatusCached, engine.StatusRestored, engine.StatusRunning, engine.StatusPending,
-		engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget, engine.StatusBlocked, engine.StatusSkipped, engine.StatusStopped}
+	order := []string{runrec.StatusSucceeded, runrec.StatusCached, runrec.StatusRestored, runrec.StatusRunning, runrec.StatusPending,
+		runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusBlocked, runrec.StatusSkipped, runrec.StatusStopped}
 	var parts []string
 	for _, s := range order {
 		if c[s] > 0 {
 			name := s
-			if s == engine.StatusSucceeded {
+			if s == runrec.StatusSucceeded {
 				name = "ran"
 			}
 			parts = append(parts, fmt.Sprintf("%d %s", c[s], strings.ReplaceAll(name, "_", " ")))
@@ -247,11 +248,11 @@ func countLine(c map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func runDuration(st *engine.RunState) time.Duration {
+func runDuration(st *runrec.RunState) time.Duration {
 	end := time.Now()
 	if st.Ended != nil {
 		end = *st.Ended
-	} else if st.Status != engine.RunRunning {
+	} else if st.Status != runrec.RunRunning {
 		end = st.Heartbeat
 	}
 	return end.Sub(st.Started)
@@ -268,7 +269,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := ws.FindRun(ws.CurrentRun())
+			st, err := ws.Records().FindRun(ws.CurrentRun())
 			if err != nil {
 				return err
 			}
@@ -282,16 +283,16 @@ func newStatusCommand(g *globals) *cobra.Command {
 			}
 			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), fmtDuration(runDuration(st)))
 			fmt.Fprintf(out, "%d phases: %s\n", len(st.Phases), countLine(counts(st)))
-			if t := st.Total(); t != (engine.Spend{}) || st.MaxCost != nil {
+			if t := st.Total(); t != (runrec.Spend{}) || st.MaxCost != nil {
 				line := "spent " + fmtSpend(t)
 				if st.MaxCost != nil {
-					line += fmt.Sprintf(" of budget %s", engine.FormatCost(*st.MaxCost))
+					line += fmt.Sprintf(" of budget %s", runrec.FormatCost(*st.MaxCost))
 				}
 				fmt.Fprintln(out, line)
 			}
 			var running []string
 			for addr, ps := range st.Phases {
-				if ps.Status == engine.StatusRunning {
+				if ps.Status == runrec.StatusRunning {
 					running = append(running, addr)
 				}
 			}
@@ -308,7 +309,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 				fmt.Fprintln(out, line)
 			}
 			switch st.Status {
-			case engine.RunInterrupted, engine.RunStopped, engine.RunFailed:
+			case runrec.RunInterrupted, runrec.RunStopped, runrec.RunFailed:
 				fmt.Fprintln(out, "cairn resume continues it")
 			}
 			return nil
@@ -333,18 +334,18 @@ func newRunsCommand(g *globals) *cobra.Command {
 			if last < 0 {
 				return usageError{errors.New("--last must be 0 (every run) or more")}
 			}
-			var runs []*engine.RunState
+			var runs []*runrec.RunState
 			var damaged []error
 			if last > 0 {
 				// The newest ones only, read newest first: a workspace of
 				// hundreds of runs need not be read whole.
-				err = ws.RunsNewestFirst(func(st *engine.RunState) bool {
+				err = ws.Records().RunsNewestFirst(func(st *runrec.RunState) bool {
 					runs = append(runs, st)
 					return len(runs) < last
 				})
 				slices.Reverse(runs)
 			} else {
-				runs, damaged, err = ws.RunsAndDamaged()
+				runs, damaged, err = ws.Records().RunsAndDamaged()
 			}
 			if err != nil {
 				return err
@@ -381,7 +382,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 			for _, r := range runs {
 				c := counts(r)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Started.Local().Format("2006-01-02 15:04:05"), r.Status,
-					fmtDuration(runDuration(r)), c[engine.StatusSucceeded], c[engine.StatusCached]+c[engine.StatusRestored], engine.FormatCost(r.Total().Cost))
+					fmtDuration(runDuration(r)), c[runrec.StatusSucceeded], c[runrec.StatusCached]+c[runrec.StatusRestored], runrec.FormatCost(r.Total().Cost))
 			}
 			tw.Flush()
 			writeTrimmed(out, buf.String())
@@ -403,7 +404,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			removed, err := ws.PruneRuns(keep)
+			removed, err := ws.Records().Prune(keep)
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %d run records\n", len(removed))
 			return err
 		},
@@ -452,7 +453,7 @@ func newShowCommand(g *globals) *cobra.Command {
 				}
 				cost := ""
 				if ps.Cost > 0 {
-					cost = engine.FormatCost(ps.Cost)
+					cost = runrec.FormatCost(ps.Cost)
 				}
 				att := ""
 				if ps.Attempts > 0 {
@@ -479,7 +480,7 @@ func newShowCommand(g *globals) *cobra.Command {
 // showOrder lists the run's phases in the spec's graph order, as plan
 // does, when the spec loads; phases the spec no longer has (or all, when
 // it does not load) follow in name order.
-func showOrder(st *engine.RunState, sp *spec.Spec) []string {
+func showOrder(st *runrec.RunState, sp *spec.Spec) []string {
 	addrs := make([]string, 0, len(st.Phases))
 	seen := make(map[string]bool, len(st.Phases))
 	if sp != nil && sp.Graph != nil {
@@ -571,9 +572,9 @@ func logsTarget(g *globals, arg string) (string, error) {
 }
 
 func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {
-	var st *engine.RunState
+	var st *runrec.RunState
 	if runID != "" {
-		s, err := ws.FindRun(runID)
+		s, err := ws.Records().FindRun(runID)
 		if err != nil {
 			return err
 		}
@@ -581,12 +582,12 @@ func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID 
 	} else {
 		// The latest run in which the phase ran or was found cached,
 		// reading records newest first only until it is found.
-		var latest *engine.RunState
-		err := ws.RunsNewestFirst(func(r *engine.RunState) bool {
+		var latest *runrec.RunState
+		err := ws.Records().RunsNewestFirst(func(r *runrec.RunState) bool {
 			if latest == nil {
 				latest = r
 			}
-			if ps := r.Phases[phase]; ps != nil && (ps.Stdout != "" || ps.Key != "" && ps.Status != engine.StatusPending) {
+			if ps := r.Phases[phase]; ps != nil && (ps.Stdout != "" || ps.Key != "" && ps.Status != runrec.StatusPending) {
 				st = r
 			}
 			return st == nil
@@ -596,7 +597,7 @@ func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID 
 		}
 		if st == nil {
 			if latest == nil {
-				return engine.ErrNoRuns
+				return runrec.ErrNoRuns
 			}
 			if latest.Phases[phase] == nil {
 				return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(latest.Phases)}
@@ -639,7 +640,7 @@ func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID 
 	return followLogs(ctx, ws, st.RunID, phase, files, out)
 }
 
-func cachedLogs(g *globals, ps *engine.PhaseState, wantOut, wantErr bool, out io.Writer) error {
+func cachedLogs(g *globals, ps *runrec.PhaseState, wantOut, wantErr bool, out io.Writer) error {
 	c, err := g.looseCache()
 	if err != nil {
 		return err
@@ -686,13 +687,13 @@ func followLogs(ctx context.Context, ws engine.Workspace, runID, phase string, f
 			}
 			fh.Close()
 		}
-		st, err := engine.ReadState(ws.StatePath(runID))
+		st, err := runrec.ReadState(ws.Records().StatePath(runID))
 		if err != nil {
 			return err
 		}
-		if ps := st.Phases[phase]; ps == nil || ps.Status != engine.StatusRunning || st.Status != engine.RunRunning {
+		if ps := st.Phases[phase]; ps == nil || ps.Status != runrec.StatusRunning || st.Status != runrec.RunRunning {
 			// One last read happened above, after the phase ended.
-			if ps != nil && ps.Status == engine.StatusRunning {
+			if ps != nil && ps.Status == runrec.StatusRunning {
 				continue
 			}
 			return nil
@@ -716,7 +717,7 @@ func newCheckoutCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := ws.FindRun(runID)
+			st, err := ws.Records().FindRun(runID)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestResumeIdentical is RELIABILITY.md T3: the runner (cairn alone, not
@@ -97,8 +98,8 @@ func TestResumeIdentical(t *testing.T) {
 			// its record (then there is nothing to resume yet: run), or
 			// after recording its success (then it is done).
 			ws := engine.Workspace{Root: w.ws}
-			if last, err := ws.FindRun(""); err == nil {
-				if last.Status == engine.RunSucceeded {
+			if last, err := ws.Records().FindRun(""); err == nil {
+				if last.Status == runrec.RunSucceeded {
 					break
 				}
 				args = []string{"resume"}

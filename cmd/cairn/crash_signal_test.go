@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // TestSignalDuringPublish is RELIABILITY.md T25: SIGINT or SIGTERM reaches
@@ -96,14 +97,14 @@ func TestSignalDuringPublish(t *testing.T) {
 		w.verify(name)
 		w.checkStates(name)
 		ws := engine.Workspace{Root: w.ws}
-		last, ferr := ws.FindRun("")
+		last, ferr := ws.Records().FindRun("")
 		switch {
 		case ferr != nil:
 			t.Errorf("%s: %v", name, ferr)
 			continue
-		case code == exitStopped && last.Status != engine.RunStopped:
+		case code == exitStopped && last.Status != runrec.RunStopped:
 			t.Errorf("%s: exit %d but the record says %s", name, code, last.Status)
-		case code == 0 && last.Status != engine.RunSucceeded:
+		case code == 0 && last.Status != runrec.RunSucceeded:
 			t.Errorf("%s: exit 0 but the record says %s", name, last.Status)
 		}
 		if w.errs == errsBefore {

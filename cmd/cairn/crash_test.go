@@ -19,6 +19,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // buildCairn builds the cairn binary once per test binary run.
@@ -220,7 +221,7 @@ func TestCrashLoop(t *testing.T) {
 func (w *crashWS) finishedPhases() (done, known map[string]bool) {
 	done, known = map[string]bool{}, map[string]bool{}
 	ws := engine.Workspace{Root: w.ws}
-	runs, err := ws.Runs()
+	runs, err := ws.Records().Runs()
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -228,7 +229,7 @@ func (w *crashWS) finishedPhases() (done, known map[string]bool) {
 		known[st.RunID] = true
 		for name, ps := range st.Phases {
 			switch ps.Status {
-			case engine.StatusSucceeded, engine.StatusCached, engine.StatusRestored:
+			case runrec.StatusSucceeded, runrec.StatusCached, runrec.StatusRestored:
 				done[name] = true
 			}
 		}
@@ -257,7 +258,7 @@ func (w *crashWS) checkStates(when string) {
 	w.t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(w.ws, ".cairn", "runs", "*", "state.json"))
 	for _, p := range dirs {
-		if _, err := engine.ReadState(p); err != nil {
+		if _, err := runrec.ReadState(p); err != nil {
 			w.errs++
 			w.t.Errorf("%s: %v", when, err)
 		}

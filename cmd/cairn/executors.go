@@ -39,7 +39,7 @@ func cancelLeftJobs(cmd *cobra.Command, g *globals, ws engine.Workspace, args []
 	if len(args) > 0 {
 		id = args[0]
 	}
-	st, err := ws.FindRun(id)
+	st, err := ws.Records().FindRun(id)
 	if err != nil {
 		return err
 	}

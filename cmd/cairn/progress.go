@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // progressOptions are the output flags run and resume share.
@@ -104,7 +105,7 @@ func (v *plainView) Report(ev engine.Event) {
 	}
 	v.w.WriteString(line)
 	v.w.WriteByte('\n')
-	if ev.Kind == engine.EventDone && (ev.Status == engine.StatusCached || ev.Status == engine.StatusRestored) {
+	if ev.Kind == engine.EventDone && (ev.Status == runrec.StatusCached || ev.Status == runrec.StatusRestored) {
 		if v.timer == nil {
 			v.timer = time.AfterFunc(plainBatchDelay, func() {
 				v.mu.Lock()
@@ -160,19 +161,19 @@ func alarming(ev engine.Event) bool {
 }
 
 func failedStatus(s string) bool {
-	return s == engine.StatusFailed || s == engine.StatusTimedOut || s == engine.StatusOverBudget
+	return s == runrec.StatusFailed || s == runrec.StatusTimedOut || s == runrec.StatusOverBudget
 }
 
 // spendTracker remembers each running phase's reported spending, which
 // the engine's EventDone does not repeat.
-type spendTracker map[string]engine.Spend
+type spendTracker map[string]runrec.Spend
 
 func (t spendTracker) fill(ev *engine.Event) {
 	switch ev.Kind {
 	case engine.EventSpend:
 		t[ev.Phase] = ev.Spend
 	case engine.EventDone:
-		if ev.Spend == (engine.Spend{}) {
+		if ev.Spend == (runrec.Spend{}) {
 			ev.Spend = t[ev.Phase]
 		}
 		delete(t, ev.Phase)
@@ -223,17 +224,17 @@ func stoppingLine(reason string) string {
 // doneLine is the line of a phase that reached its final status.
 func doneLine(ev engine.Event) string {
 	switch ev.Status {
-	case engine.StatusSucceeded:
+	case runrec.StatusSucceeded:
 		line := fmt.Sprintf("%s: ran in %s", ev.Phase, fmtDuration(ev.Duration))
-		if ev.Spend != (engine.Spend{}) {
+		if ev.Spend != (runrec.Spend{}) {
 			line += ", spent " + fmtSpend(ev.Spend)
 		}
 		return line
-	case engine.StatusCached:
+	case runrec.StatusCached:
 		return fmt.Sprintf("%s: cached", ev.Phase)
-	case engine.StatusRestored:
+	case runrec.StatusRestored:
 		return fmt.Sprintf("%s: restored", ev.Phase)
-	case engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget:
+	case runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget:
 		return fmt.Sprintf("%s: %s after %s: %v", ev.Phase, strings.ReplaceAll(ev.Status, "_", " "), fmtDuration(ev.Duration), ev.Err)
 	default:
 		line := fmt.Sprintf("%s: %s", ev.Phase, ev.Status)
@@ -255,8 +256,8 @@ func fmtDuration(d time.Duration) string {
 	}
 }
 
-func fmtSpend(s engine.Spend) string {
-	out := "cost " + engine.FormatCost(s.Cost)
+func fmtSpend(s runrec.Spend) string {
+	out := "cost " + runrec.FormatCost(s.Cost)
 	if s.Iterations > 0 {
 		out += fmt.Sprintf(", %d iterations", s.Iterations)
 	}

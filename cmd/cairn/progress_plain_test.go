@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // writeLog records each Write call separately.
@@ -28,7 +29,7 @@ func TestPlainViewBatchesCachedLines(t *testing.T) {
 	out := &writeLog{}
 	v := newPlainView(out, false)
 	for _, p := range []string{"a", "b", "c"} {
-		v.Report(engine.Event{Kind: engine.EventDone, Phase: p, Status: engine.StatusCached})
+		v.Report(engine.Event{Kind: engine.EventDone, Phase: p, Status: runrec.StatusCached})
 	}
 	v.mu.Lock()
 	n := len(out.writes)
@@ -37,7 +38,7 @@ func TestPlainViewBatchesCachedLines(t *testing.T) {
 		t.Fatalf("cached lines written one by one: %q", out.writes)
 	}
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "d"})
-	v.Report(engine.Event{Kind: engine.EventDone, Phase: "e", Status: engine.StatusRestored})
+	v.Report(engine.Event{Kind: engine.EventDone, Phase: "e", Status: runrec.StatusRestored})
 	v.close(nil)
 	if len(out.writes) != 2 {
 		t.Errorf("%d writes, want 2 (the batch with the start line, then the rest at close): %q", len(out.writes), out.writes)

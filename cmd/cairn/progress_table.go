@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // summaryRow is one phase in the table printed at the end of a run on a
@@ -17,7 +17,7 @@ type summaryRow struct {
 	phase    string
 	status   string
 	duration time.Duration
-	spend    engine.Spend
+	spend    runrec.Spend
 }
 
 // bigRun is the number of phases past which the summary table leaves out
@@ -33,7 +33,7 @@ func (v *termView) table(b *strings.Builder) {
 	for _, name := range v.phases {
 		r := v.rows[name]
 		if r == nil {
-			r = &summaryRow{phase: name, status: engine.StatusSkipped}
+			r = &summaryRow{phase: name, status: runrec.StatusSkipped}
 		}
 		rows = append(rows, r)
 	}
@@ -43,7 +43,7 @@ func (v *termView) table(b *strings.Builder) {
 		kept := rows[:0]
 		for _, r := range rows {
 			switch r.status {
-			case engine.StatusCached, engine.StatusRestored, engine.StatusSkipped:
+			case runrec.StatusCached, runrec.StatusRestored, runrec.StatusSkipped:
 				left[r.status]++
 			default:
 				kept = append(kept, r)
@@ -63,12 +63,12 @@ func (v *termView) table(b *strings.Builder) {
 	for _, r := range rows {
 		dur := "-"
 		switch r.status {
-		case engine.StatusSucceeded, engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget, engine.StatusStopped:
+		case runrec.StatusSucceeded, runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusStopped:
 			dur = fmtDuration(r.duration)
 		}
 		cost := "-"
-		if r.spend != (engine.Spend{}) {
-			cost = engine.FormatCost(r.spend.Cost)
+		if r.spend != (runrec.Spend{}) {
+			cost = runrec.FormatCost(r.spend.Cost)
 		}
 		row := []string{r.phase, v.style(statusStyle(r.status), strings.ReplaceAll(r.status, "_", " ")), dur, cost}
 		if iters {
@@ -88,7 +88,7 @@ func (v *termView) table(b *strings.Builder) {
 	writeColumns(b, cells, v.color)
 	if len(left) > 0 {
 		var parts []string
-		for _, s := range []string{engine.StatusCached, engine.StatusRestored, engine.StatusSkipped} {
+		for _, s := range []string{runrec.StatusCached, runrec.StatusRestored, runrec.StatusSkipped} {
 			if n := left[s]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, s))
 			}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // termView is the live display of a run on a terminal: finished phases,
@@ -54,7 +55,7 @@ type livePhase struct {
 	name    string
 	started time.Time
 	attempt int
-	spend   engine.Spend
+	spend   runrec.Spend
 	note    string // "retrying" between attempts
 }
 
@@ -250,7 +251,7 @@ func (v *termView) frame(width, height int) []string {
 		name := ansi.Truncate(lp.name, nameW, "…")
 		line := "  " + v.style(ansi.Style{}.Bold(), name) + strings.Repeat(" ", nameW-ansi.StringWidth(name))
 		line += fmt.Sprintf("  %6s", fmtElapsed(now.Sub(lp.started)))
-		if lp.spend != (engine.Spend{}) {
+		if lp.spend != (runrec.Spend{}) {
 			line += "  " + fmtSpend(lp.spend)
 		}
 		if lp.attempt > 1 {
@@ -283,13 +284,13 @@ func (v *termView) bar(width int) string {
 		style ansi.Style
 	}
 	counts := []count{
-		{"done", v.tally[engine.StatusSucceeded], nil},
-		{"cached", v.tally[engine.StatusCached] + v.tally[engine.StatusRestored], nil},
+		{"done", v.tally[runrec.StatusSucceeded], nil},
+		{"cached", v.tally[runrec.StatusCached] + v.tally[runrec.StatusRestored], nil},
 		{"running", running, nil},
 		{"waiting", max(total-finished-running, 0), nil},
-		{"failed", v.tally[engine.StatusFailed] + v.tally[engine.StatusTimedOut] + v.tally[engine.StatusOverBudget], statusStyle(engine.StatusFailed)},
+		{"failed", v.tally[runrec.StatusFailed] + v.tally[runrec.StatusTimedOut] + v.tally[runrec.StatusOverBudget], statusStyle(runrec.StatusFailed)},
 	}
-	for _, s := range []string{engine.StatusBlocked, engine.StatusStopped, engine.StatusSkipped} {
+	for _, s := range []string{runrec.StatusBlocked, runrec.StatusStopped, runrec.StatusSkipped} {
 		counts = append(counts, count{s, v.tally[s], statusStyle(s)})
 	}
 	// The first four counts are always shown, the others when not zero;
@@ -398,11 +399,11 @@ func (v *termView) style(s ansi.Style, text string) string {
 
 func statusStyle(status string) ansi.Style {
 	switch status {
-	case engine.StatusSucceeded:
+	case runrec.StatusSucceeded:
 		return ansi.Style{}.ForegroundColor(ansi.Green)
-	case engine.StatusCached, engine.StatusRestored:
+	case runrec.StatusCached, runrec.StatusRestored:
 		return ansi.Style{}.Faint()
-	case engine.StatusFailed, engine.StatusTimedOut, engine.StatusOverBudget:
+	case runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget:
 		return ansi.Style{}.ForegroundColor(ansi.Red)
 	default:
 		return ansi.Style{}.ForegroundColor(ansi.Yellow)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // fakeClock is the time a termView under test sees.
@@ -44,18 +45,18 @@ func visible(s string) string {
 func midRun(v *termView, clock *fakeClock) {
 	v.Report(engine.Event{Kind: engine.EventBegin, Message: "20260102-030405-abcdef",
 		Phases: []string{"prepare", "fetch", "train", "eval-with-a-rather-long-name", "report"}, Time: clock.t})
-	v.Report(engine.Event{Kind: engine.EventDone, Phase: "prepare", Status: engine.StatusCached, Duration: 3 * time.Millisecond, Time: clock.t})
+	v.Report(engine.Event{Kind: engine.EventDone, Phase: "prepare", Status: runrec.StatusCached, Duration: 3 * time.Millisecond, Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "fetch", Attempt: 1, Reasons: []string{"new phase"}, Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "train", Attempt: 1, Reasons: []string{"new phase"}, Time: clock.t})
 	clock.advance(1500 * time.Millisecond)
-	v.Report(engine.Event{Kind: engine.EventSpend, Phase: "fetch", Spend: engine.Spend{Cost: 0.25}, Time: clock.t})
-	v.Report(engine.Event{Kind: engine.EventDone, Phase: "fetch", Status: engine.StatusSucceeded, Duration: 1500 * time.Millisecond, Time: clock.t})
+	v.Report(engine.Event{Kind: engine.EventSpend, Phase: "fetch", Spend: runrec.Spend{Cost: 0.25}, Time: clock.t})
+	v.Report(engine.Event{Kind: engine.EventDone, Phase: "fetch", Status: runrec.StatusSucceeded, Duration: 1500 * time.Millisecond, Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventRetry, Phase: "train", Attempt: 2, Message: "phase train failed: exit status 1; retrying in 1s (attempt 2 of 3)", Time: clock.t})
 	clock.advance(time.Second)
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "train", Attempt: 2, Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "eval-with-a-rather-long-name", Attempt: 1, Time: clock.t})
 	clock.advance(2300 * time.Millisecond)
-	v.Report(engine.Event{Kind: engine.EventSpend, Phase: "train", Spend: engine.Spend{Cost: 1.5, Iterations: 1200}, Time: clock.t})
+	v.Report(engine.Event{Kind: engine.EventSpend, Phase: "train", Spend: runrec.Spend{Cost: 1.5, Iterations: 1200}, Time: clock.t})
 	clock.advance(200 * time.Millisecond)
 }
 
@@ -110,12 +111,12 @@ func TestTermStream(t *testing.T) {
 	v.Report(engine.Event{Kind: engine.EventWarning, Message: "phase train has max_cost 2 but reported no cost", Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventStopping, Message: engine.StopInterrupt, Time: clock.t})
 	clock.advance(time.Second)
-	v.Report(engine.Event{Kind: engine.EventDone, Phase: "train", Status: engine.StatusFailed, Duration: 3500 * time.Millisecond,
+	v.Report(engine.Event{Kind: engine.EventDone, Phase: "train", Status: runrec.StatusFailed, Duration: 3500 * time.Millisecond,
 		Err: errors.New("phase train failed: exit status 1 (log: .cairn/runs/x/logs/train.stderr)"), Time: clock.t})
-	v.Report(engine.Event{Kind: engine.EventDone, Phase: "eval-with-a-rather-long-name", Status: engine.StatusStopped, Duration: 3500 * time.Millisecond, Time: clock.t})
-	v.close(&engine.RunResult{RunID: "20260102-030405-abcdef", Status: engine.RunStopped, Duration: 6 * time.Second,
-		Counts:   map[string]int{engine.StatusCached: 1, engine.StatusSucceeded: 1, engine.StatusFailed: 1, engine.StatusStopped: 1, engine.StatusSkipped: 1},
-		Spent:    engine.Spend{Cost: 1.75, Iterations: 1200},
+	v.Report(engine.Event{Kind: engine.EventDone, Phase: "eval-with-a-rather-long-name", Status: runrec.StatusStopped, Duration: 3500 * time.Millisecond, Time: clock.t})
+	v.close(&engine.RunResult{RunID: "20260102-030405-abcdef", Status: runrec.RunStopped, Duration: 6 * time.Second,
+		Counts:   map[string]int{runrec.StatusCached: 1, runrec.StatusSucceeded: 1, runrec.StatusFailed: 1, runrec.StatusStopped: 1, runrec.StatusSkipped: 1},
+		Spent:    runrec.Spend{Cost: 1.75, Iterations: 1200},
 		Failures: map[string]error{"train": errors.New("x")}})
 	out := buf.String()
 	checkGolden(t, "testdata/progress/stream.txt", []byte(visible(out)))
@@ -157,14 +158,14 @@ func TestTermTableBigRun(t *testing.T) {
 	}
 	v.Report(engine.Event{Kind: engine.EventBegin, Phases: names, Time: clock.t})
 	for i, n := range names {
-		ev := engine.Event{Kind: engine.EventDone, Phase: n, Status: engine.StatusCached, Time: clock.t}
+		ev := engine.Event{Kind: engine.EventDone, Phase: n, Status: runrec.StatusCached, Time: clock.t}
 		switch {
 		case i == 3:
-			ev.Status, ev.Duration, ev.Spend = engine.StatusSucceeded, 90*time.Second, engine.Spend{Cost: 0.3}
+			ev.Status, ev.Duration, ev.Spend = runrec.StatusSucceeded, 90*time.Second, runrec.Spend{Cost: 0.3}
 		case i == 7:
-			ev.Status, ev.Duration, ev.Err = engine.StatusFailed, 1200*time.Millisecond, errors.New("boom")
+			ev.Status, ev.Duration, ev.Err = runrec.StatusFailed, 1200*time.Millisecond, errors.New("boom")
 		case i == 8:
-			ev.Status = engine.StatusRestored
+			ev.Status = runrec.StatusRestored
 		case i >= 27:
 			continue // never reached: skipped
 		}
@@ -176,7 +177,7 @@ func TestTermTableBigRun(t *testing.T) {
 	all, _, _ := testView(false, 100, 40)
 	all.Report(engine.Event{Kind: engine.EventBegin, Phases: names, Time: clock.t})
 	for _, n := range names {
-		all.Report(engine.Event{Kind: engine.EventDone, Phase: n, Status: engine.StatusCached, Time: clock.t})
+		all.Report(engine.Event{Kind: engine.EventDone, Phase: n, Status: runrec.StatusCached, Time: clock.t})
 	}
 	var none strings.Builder
 	if all.table(&none); none.Len() > 0 {
@@ -201,7 +202,7 @@ func TestTermColor(t *testing.T) {
 	for _, color := range []bool{false, true} {
 		v, buf, clock := testView(color, 80, 24)
 		midRun(v, clock)
-		v.close(&engine.RunResult{RunID: "r", Status: engine.RunSucceeded, Counts: map[string]int{}})
+		v.close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{}})
 		if got := sgr.MatchString(buf.String()); got != color {
 			t.Errorf("color %v: output has colour codes: %v\n%s", color, got, visible(buf.String()))
 		}
@@ -246,11 +247,11 @@ func TestPlainView(t *testing.T) {
 	events := []engine.Event{
 		{Kind: engine.EventBegin, Phases: []string{"a", "b", "c"}},
 		{Kind: engine.EventStart, Phase: "a", Attempt: 1, Reasons: []string{"new phase"}},
-		{Kind: engine.EventSpend, Phase: "a", Spend: engine.Spend{Cost: 2, Iterations: 10}},
-		{Kind: engine.EventDone, Phase: "a", Status: engine.StatusSucceeded, Duration: 1500 * time.Millisecond},
+		{Kind: engine.EventSpend, Phase: "a", Spend: runrec.Spend{Cost: 2, Iterations: 10}},
+		{Kind: engine.EventDone, Phase: "a", Status: runrec.StatusSucceeded, Duration: 1500 * time.Millisecond},
 		{Kind: engine.EventWarning, Message: "cache usage not recorded"},
-		{Kind: engine.EventDone, Phase: "b", Status: engine.StatusFailed, Duration: 20 * time.Millisecond, Err: errors.New("phase b failed: exit status 1")},
-		{Kind: engine.EventDone, Phase: "c", Status: engine.StatusBlocked, Reasons: []string{"upstream b did not succeed"}},
+		{Kind: engine.EventDone, Phase: "b", Status: runrec.StatusFailed, Duration: 20 * time.Millisecond, Err: errors.New("phase b failed: exit status 1")},
+		{Kind: engine.EventDone, Phase: "c", Status: runrec.StatusBlocked, Reasons: []string{"upstream b did not succeed"}},
 	}
 	for _, quiet := range []bool{false, true} {
 		var buf bytes.Buffer
@@ -301,17 +302,17 @@ func TestTermViewConcurrent(t *testing.T) {
 			out, _ := v.phaseOutput(n)
 			for i := range 50 {
 				fmt.Fprintf(out, "line %d\n", i)
-				v.Report(engine.Event{Kind: engine.EventSpend, Phase: n, Spend: engine.Spend{Cost: float64(i)}, Time: time.Now()})
+				v.Report(engine.Event{Kind: engine.EventSpend, Phase: n, Spend: runrec.Spend{Cost: float64(i)}, Time: time.Now()})
 			}
 			out.Close()
 			// Stay running across a tick, so that the ticker draws while
 			// events come in (nothing below depends on it).
 			time.Sleep(refresh)
-			v.Report(engine.Event{Kind: engine.EventDone, Phase: n, Status: engine.StatusSucceeded, Time: time.Now()})
+			v.Report(engine.Event{Kind: engine.EventDone, Phase: n, Status: runrec.StatusSucceeded, Time: time.Now()})
 		})
 	}
 	wg.Wait()
-	v.close(&engine.RunResult{RunID: "r", Status: engine.RunSucceeded, Counts: map[string]int{engine.StatusSucceeded: 8}})
+	v.close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{runrec.StatusSucceeded: 8}})
 	w.Close()
 	out := <-got
 	for _, n := range names {

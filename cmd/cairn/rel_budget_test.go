@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // budgetSpec: phases that spend through $CAIRN_REPORT in a loop, one
@@ -90,8 +90,8 @@ func TestBudgetEnforcement(t *testing.T) {
 		limit         float64
 		spent         func() float64
 	}{
-		{"iters", engine.StatusOverBudget, 20, func() float64 { return float64(st.Phases["iters"].Iterations) }},
-		{"cost", engine.StatusOverBudget, 10, func() float64 { return st.Phases["cost"].Cost }},
+		{"iters", runrec.StatusOverBudget, 20, func() float64 { return float64(st.Phases["iters"].Iterations) }},
+		{"cost", runrec.StatusOverBudget, 10, func() float64 { return st.Phases["cost"].Cost }},
 	} {
 		ps := st.Phases[tc.phase]
 		if ps.Status != tc.status {
@@ -110,8 +110,8 @@ func TestBudgetEnforcement(t *testing.T) {
 			tc.phase+"_overshoot="+strconv.FormatFloat(tc.spent()-tc.limit, 'f', -1, 64))
 	}
 	slow := st.Phases["slow"]
-	if slow.Status != engine.StatusTimedOut {
-		t.Errorf("slow: %s, want %s", slow.Status, engine.StatusTimedOut)
+	if slow.Status != runrec.StatusTimedOut {
+		t.Errorf("slow: %s, want %s", slow.Status, runrec.StatusTimedOut)
 	} else {
 		over := slow.Ended.Sub(*slow.Started) - 500*time.Millisecond
 		if over > 2*time.Second {
@@ -120,7 +120,7 @@ func TestBudgetEnforcement(t *testing.T) {
 		figures = append(figures, "timeout_overshoot="+over.Round(time.Millisecond).String())
 	}
 	flood := st.Phases["flood"]
-	if flood.Status != engine.StatusSucceeded || flood.Iterations != 300000 {
+	if flood.Status != runrec.StatusSucceeded || flood.Iterations != 300000 {
 		t.Errorf("flood: %s with %d iterations, want succeeded with 300000 (every report line counted)", flood.Status, flood.Iterations)
 	}
 	if rss > 200*1024 {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // failSpec: phases that write their output and then do not succeed.
@@ -70,12 +71,12 @@ phase "interrupted" {
 func TestFailedNeverCached(t *testing.T) {
 	w := newRelWS(t, failSpec)
 	want := map[string]string{
-		"exit1":      engine.StatusFailed,
-		"signal":     engine.StatusFailed,
-		"emfile":     engine.StatusFailed,
-		"timeout":    engine.StatusTimedOut,
-		"overbudget": engine.StatusOverBudget,
-		"missing":    engine.StatusFailed,
+		"exit1":      runrec.StatusFailed,
+		"signal":     runrec.StatusFailed,
+		"emfile":     runrec.StatusFailed,
+		"timeout":    runrec.StatusTimedOut,
+		"overbudget": runrec.StatusOverBudget,
+		"missing":    runrec.StatusFailed,
 	}
 	names := []string{"exit1", "signal", "emfile", "timeout", "overbudget", "missing"}
 	cached := 0
@@ -116,7 +117,7 @@ func TestFailedNeverCached(t *testing.T) {
 		t.Errorf("interrupted run: exit %d, want %d\n%s", code, exitStopped, out.String())
 	}
 	ps := w.latest().Phases["interrupted"]
-	if ps.Status != engine.StatusStopped {
+	if ps.Status != runrec.StatusStopped {
 		t.Errorf("interrupted: %s, want stopped", ps.Status)
 	}
 	if w.entry(ps.Key) != nil {

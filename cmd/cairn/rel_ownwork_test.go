@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // ownWorkDeadline is how soon after the first Ctrl-C cairn must have
@@ -83,8 +84,8 @@ func checkStoppedRun(t *testing.T, w *relWS, code int, out string) relState {
 		t.Errorf("no closing line saying the run stopped:\n%s", out)
 	}
 	st := w.latest()
-	if st.Status != engine.RunStopped || st.StopReason != engine.StopInterrupt {
-		t.Errorf("run record: status %q, stop_reason %q; want %q, %q", st.Status, st.StopReason, engine.RunStopped, engine.StopInterrupt)
+	if st.Status != runrec.RunStopped || st.StopReason != engine.StopInterrupt {
+		t.Errorf("run record: status %q, stop_reason %q; want %q, %q", st.Status, st.StopReason, runrec.RunStopped, engine.StopInterrupt)
 	}
 	return st
 }
@@ -105,7 +106,7 @@ phase "p" {
 	}
 	code, out := interruptOwnWork(t, w, "hash.window", nil, "run")
 	st := checkStoppedRun(t, w, code, out)
-	if p := st.Phases["p"]; p.Status != engine.StatusSkipped || !strings.Contains(p.Error, "not started") {
+	if p := st.Phases["p"]; p.Status != runrec.StatusSkipped || !strings.Contains(p.Error, "not started") {
 		t.Errorf("phase p: %s (%s), want skipped, not started", p.Status, p.Error)
 	}
 	if w.read("out.txt") != "" {
@@ -130,7 +131,7 @@ phase "p" {
 	}
 	code, out := interruptOwnWork(t, w, "restore.entry", []string{failpoint.EnvVar + "=restore.entry=sleep(5)"}, "run")
 	st := checkStoppedRun(t, w, code, out)
-	if p := st.Phases["p"]; p.Status != engine.StatusStopped {
+	if p := st.Phases["p"]; p.Status != runrec.StatusStopped {
 		t.Errorf("phase p: %s (%s), want stopped", p.Status, p.Error)
 	}
 	w.mustRun("resume")
@@ -211,7 +212,7 @@ phase "p" {
 	w := newRelWS(t, spec)
 	code, out = interruptOwnWork(t, w, "remote.read", nil, "run", "--remote-cache", srv.URL)
 	st := checkStoppedRun(t, w, code, out)
-	if p := st.Phases["p"]; p.Status != engine.StatusSkipped {
+	if p := st.Phases["p"]; p.Status != runrec.StatusSkipped {
 		t.Errorf("phase p: %s (%s), want skipped", p.Status, p.Error)
 	}
 }
@@ -303,7 +304,7 @@ phase "b" {
 		t.Errorf("processes left behind after the hangup: %s", strings.Join(left, ", "))
 	}
 	st := w.latest()
-	if st.Status != engine.RunStopped || st.Phases["a"].Status != engine.StatusSucceeded || st.Phases["b"].Status != engine.StatusSkipped {
+	if st.Status != runrec.RunStopped || st.Phases["a"].Status != runrec.StatusSucceeded || st.Phases["b"].Status != runrec.StatusSkipped {
 		t.Errorf("run %s, a %s, b %s; want stopped, succeeded, skipped", st.Status, st.Phases["a"].Status, st.Phases["b"].Status)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
 // sigSpec: three phases that log every SIGINT and SIGTERM they get to
@@ -82,7 +83,7 @@ func TestCtrlC(t *testing.T) {
 		if got := w.read("d.txt"); got != "a\nb\nc\n" {
 			t.Errorf("after resume d.txt = %q, want %q", got, "a\nb\nc\n")
 		}
-		if st := w.latest(); st.Status != engine.RunSucceeded {
+		if st := w.latest(); st.Status != runrec.RunSucceeded {
 			t.Errorf("resume ended %s, want succeeded", st.Status)
 		}
 	}
@@ -114,15 +115,15 @@ func TestCtrlC(t *testing.T) {
 			}
 		}
 		st := w.latest()
-		if st.Status != engine.RunStopped {
+		if st.Status != runrec.RunStopped {
 			t.Errorf("run %s, want stopped", st.Status)
 		}
 		for _, n := range []string{"a", "b", "c"} {
-			if s := st.Phases[n].Status; s != engine.StatusSucceeded {
+			if s := st.Phases[n].Status; s != runrec.StatusSucceeded {
 				t.Errorf("phase %s %s, want succeeded (running phases finish)", n, s)
 			}
 		}
-		if s := st.Phases["d"].Status; s != engine.StatusSkipped {
+		if s := st.Phases["d"].Status; s != runrec.StatusSkipped {
 			t.Errorf("phase d %s, want skipped (no new phase starts)", s)
 		}
 		finish(t, w)
@@ -172,11 +173,11 @@ func TestCtrlC(t *testing.T) {
 			}
 		}
 		st := w.latest()
-		if st.Status != engine.RunStopped {
+		if st.Status != runrec.RunStopped {
 			t.Errorf("run %s, want stopped", st.Status)
 		}
 		for _, n := range []string{"a", "b", "c"} {
-			if s := st.Phases[n].Status; s != engine.StatusStopped {
+			if s := st.Phases[n].Status; s != runrec.StatusStopped {
 				t.Errorf("phase %s %s, want stopped", n, s)
 			}
 			if e := st.Phases[n].Key; e != "" && w.entry(e) != nil {

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/runrec"
 )
 
-// stateTail is the checksum member engine.marshalState ends state.json
+// stateTail is the checksum member runrec.Marshal ends state.json
 // with; reseal recomputes it, to build variants that are well sealed but
 // say something else (a newer schema version).
 var stateTail = regexp.MustCompile(`,\n  "checksum": "sha256:([0-9a-f]{64})"\n}\n$`)
@@ -56,7 +56,7 @@ func TestDamagedState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.ReadState(statePath); err != nil {
+	if _, err := runrec.ReadState(statePath); err != nil {
 		t.Fatal(err)
 	}
 
@@ -100,9 +100,9 @@ func TestDamagedState(t *testing.T) {
 		if err := os.WriteFile(statePath, v.b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err := engine.ReadState(statePath)
+		_, err := runrec.ReadState(statePath)
 		switch {
-		case errors.Is(err, engine.ErrDamagedState):
+		case errors.Is(err, runrec.ErrDamagedState):
 			detected++
 		case err == nil && bytes.Equal(bytes.TrimSuffix(v.b, []byte("\n")), bytes.TrimSuffix(orig, []byte("\n"))):
 			equivalent++
@@ -115,7 +115,7 @@ func TestDamagedState(t *testing.T) {
 	if err := os.WriteFile(statePath, v1, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.ReadState(statePath); err != nil {
+	if _, err := runrec.ReadState(statePath); err != nil {
 		t.Errorf("a version 1 record: %v", err)
 	}
 

@@ -1,6 +1,8 @@
-package engine
+package runrec
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,23 +13,43 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/proc"
 )
+
+// Dir is a workspace's directory of run records, .cairn/runs: one
+// directory per run, named by its id, holding its state.json, logs and
+// reports.
+type Dir string
+
+// StatePath returns the state.json path of a run.
+func (d Dir) StatePath(runID string) string {
+	return filepath.Join(string(d), runID, "state.json")
+}
+
+// NewID returns a sortable, unique run id: UTC time plus random bits.
+func NewID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
 
 // ErrNoRuns is returned when a workspace has no run records.
 var ErrNoRuns = errors.New("no runs recorded in this workspace yet")
 
+// HeartbeatInterval is how often a running run's record is rewritten
+// with a new heartbeat, whatever else changed.
+const HeartbeatInterval = 5 * time.Second
+
 // heartbeatStale is how old a running run's heartbeat may get before the
-// run counts as interrupted; the heartbeat is written every 5s.
-const heartbeatStale = 30 * time.Second
+// run counts as interrupted.
+const heartbeatStale = 6 * HeartbeatInterval
 
 // Runs returns the workspace's run records, oldest first. Records that
 // cannot be read are skipped.
-func (w *Workspace) Runs() ([]*RunState, error) {
-	runs, _, err := w.RunsAndDamaged()
+func (d Dir) Runs() ([]*RunState, error) {
+	runs, _, err := d.RunsAndDamaged()
 	return runs, err
 }
 
@@ -35,8 +57,8 @@ func (w *Workspace) Runs() ([]*RunState, error) {
 // error of every record that is damaged (ErrDamagedState), which Runs
 // skips. The records are read and decoded on every core: a workspace of
 // 128 runs of 1,000 phases holds 16 MiB of them.
-func (w *Workspace) RunsAndDamaged() ([]*RunState, []error, error) {
-	names, err := w.runDirs()
+func (d Dir) RunsAndDamaged() ([]*RunState, []error, error) {
+	names, err := d.runDirs()
 	if err != nil || len(names) == 0 {
 		return nil, nil, err
 	}
@@ -51,7 +73,7 @@ func (w *Workspace) RunsAndDamaged() ([]*RunState, []error, error) {
 				if i >= len(names) {
 					return
 				}
-				states[i], errs[i] = ReadState(w.StatePath(names[i]))
+				states[i], errs[i] = ReadState(d.StatePath(names[i]))
 			}
 		})
 	}
@@ -65,22 +87,22 @@ func (w *Workspace) RunsAndDamaged() ([]*RunState, []error, error) {
 			}
 			continue
 		}
-		w.settle(st)
+		Settle(st)
 		out = append(out, st)
 	}
 	sortRuns(out)
 	return out, damaged, nil
 }
 
-// settle marks a run recorded as running as interrupted when its process
+// Settle marks a run recorded as running as interrupted when its process
 // is gone: its pid is dead (on this host), or its heartbeat is stale.
-func (w *Workspace) settle(st *RunState) {
+func Settle(st *RunState) {
 	if st.Status != RunRunning {
 		return
 	}
 	host, _ := os.Hostname()
 	gone := time.Since(st.Heartbeat) > heartbeatStale
-	if st.Host == host && !processAlive(st.PID) {
+	if st.Host == host && !proc.Alive(st.PID) {
 		gone = true
 	}
 	if gone {
@@ -92,24 +114,6 @@ func (w *Workspace) settle(st *RunState) {
 			}
 		}
 	}
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	if err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	// A zombie is dead for our purpose.
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err == nil {
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && i+2 < len(b) && b[i+2] == 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // UnknownRunError names a run id that has no record, with the ones that do.
@@ -135,13 +139,13 @@ func (e *UnknownRunError) Error() string {
 // A damaged record (ErrDamagedState) is an error when it is the one asked
 // for, or the latest when id is empty: falling back to another run would
 // silently resume or show the wrong one.
-func (w *Workspace) FindRun(id string) (*RunState, error) {
-	if err := w.damagedRecord(id); err != nil {
+func (d Dir) FindRun(id string) (*RunState, error) {
+	if err := d.damagedRecord(id); err != nil {
 		return nil, err
 	}
 	if id == "" {
 		var latest *RunState
-		err := w.RunsNewestFirst(func(st *RunState) bool {
+		err := d.RunsNewestFirst(func(st *RunState) bool {
 			latest = st
 			return false
 		})
@@ -155,7 +159,7 @@ func (w *Workspace) FindRun(id string) (*RunState, error) {
 	}
 	// Only the records whose id id names are read: a workspace of
 	// hundreds of runs of a large sweep holds hundreds of MiB of them.
-	names, err := w.runDirs()
+	names, err := d.runDirs()
 	if err != nil {
 		return nil, err
 	}
@@ -163,16 +167,16 @@ func (w *Workspace) FindRun(id string) (*RunState, error) {
 	var ids []string
 	for _, n := range names {
 		if n != id && !strings.HasPrefix(n, id) {
-			if _, err := os.Lstat(w.StatePath(n)); err == nil {
+			if _, err := os.Lstat(d.StatePath(n)); err == nil {
 				ids = append(ids, n)
 			}
 			continue
 		}
-		st, err := ReadState(w.StatePath(n))
+		st, err := ReadState(d.StatePath(n))
 		if err != nil {
 			continue
 		}
-		w.settle(st)
+		Settle(st)
 		if n == id {
 			return st, nil
 		}
@@ -189,8 +193,8 @@ func (w *Workspace) FindRun(id string) (*RunState, error) {
 }
 
 // runDirs returns the names of the run directories, sorted.
-func (w *Workspace) runDirs() ([]string, error) {
-	ents, err := os.ReadDir(w.RunsDir())
+func (d Dir) runDirs() ([]string, error) {
+	ents, err := os.ReadDir(string(d))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -231,14 +235,14 @@ func secondOf(n string) (string, bool) {
 // start second, so a group of ids of one second is read, ordered by start
 // time, and yielded before an older one is opened. A workspace holding a
 // directory whose name is no run id is read whole, as Runs does.
-func (w *Workspace) RunsNewestFirst(yield func(*RunState) bool) error {
-	names, err := w.runDirs()
+func (d Dir) RunsNewestFirst(yield func(*RunState) bool) error {
+	names, err := d.runDirs()
 	if err != nil {
 		return err
 	}
 	for _, n := range names {
 		if _, ok := secondOf(n); !ok {
-			runs, err := w.Runs()
+			runs, err := d.Runs()
 			if err != nil {
 				return err
 			}
@@ -258,11 +262,11 @@ func (w *Workspace) RunsNewestFirst(yield func(*RunState) bool) error {
 		}
 		var group []*RunState
 		for _, n := range names[start:end] {
-			st, err := ReadState(w.StatePath(n))
+			st, err := ReadState(d.StatePath(n))
 			if err != nil {
 				continue
 			}
-			w.settle(st)
+			Settle(st)
 			group = append(group, st)
 		}
 		sortRuns(group)
@@ -289,15 +293,15 @@ func sortRuns(runs []*RunState) {
 // damagedRecord returns the error of the record FindRun(id) would pick by
 // directory name (the latest run directory with a state.json when id is
 // empty; run ids sort by start time) if that record is damaged.
-func (w *Workspace) damagedRecord(id string) error {
-	ents, err := os.ReadDir(w.RunsDir())
+func (d Dir) damagedRecord(id string) error {
+	ents, err := os.ReadDir(string(d))
 	if err != nil {
 		return nil
 	}
 	var names []string
 	for _, ent := range ents {
 		if ent.IsDir() {
-			if _, err := os.Lstat(w.StatePath(ent.Name())); err == nil {
+			if _, err := os.Lstat(d.StatePath(ent.Name())); err == nil {
 				names = append(names, ent.Name())
 			}
 		}
@@ -326,48 +330,16 @@ func (w *Workspace) damagedRecord(id string) error {
 	if pick == "" {
 		return nil
 	}
-	if _, err := ReadState(w.StatePath(pick)); errors.Is(err, ErrDamagedState) {
+	if _, err := ReadState(d.StatePath(pick)); errors.Is(err, ErrDamagedState) {
 		return err
 	}
 	return nil
 }
 
-// CurrentRun returns the id of the run in progress, or "".
-func (w *Workspace) CurrentRun() string {
-	b, err := os.ReadFile(w.currentFile())
-	if err != nil {
-		return ""
-	}
-	id := strings.TrimSpace(string(b))
-	st, err := ReadState(w.StatePath(id))
-	if err != nil {
-		return ""
-	}
-	w.settle(st)
-	if st.Status != RunRunning {
-		return ""
-	}
-	return id
-}
-
-// RequestStop asks a running run to stop gracefully by writing a stop
-// file into its folder; the run polls for it.
-func (w *Workspace) RequestStop(id string) error {
-	st, err := ReadState(w.StatePath(id))
-	if err != nil {
-		return err
-	}
-	w.settle(st)
-	if st.Status != RunRunning {
-		return fmt.Errorf("run %s is not running (status %s)", id, st.Status)
-	}
-	return writeFileAtomic(filepath.Join(w.RunsDir(), id, "stop"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644, false)
-}
-
-// PruneRuns removes the records (state, logs, reports) of all but the
+// Prune removes the records (state, logs, reports) of all but the
 // newest keep runs. It never touches the cache, nor a run in progress.
-func (w *Workspace) PruneRuns(keep int) ([]string, error) {
-	runs, err := w.Runs()
+func (d Dir) Prune(keep int) ([]string, error) {
+	runs, err := d.Runs()
 	if err != nil {
 		return nil, err
 	}
@@ -377,7 +349,7 @@ func (w *Workspace) PruneRuns(keep int) ([]string, error) {
 		if r.Status == RunRunning {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(w.RunsDir(), r.RunID)); err != nil {
+		if err := os.RemoveAll(filepath.Join(string(d), r.RunID)); err != nil {
 			return removed, err
 		}
 		removed = append(removed, r.RunID)
@@ -388,14 +360,14 @@ func (w *Workspace) PruneRuns(keep int) ([]string, error) {
 // RecordedSpend returns what a run spent: the larger of its recorded
 // ledger and the sum of its phases' report files, which a run killed
 // before its last state write still holds.
-func (w *Workspace) RecordedSpend(st *RunState) Spend {
+func (d Dir) RecordedSpend(st *RunState) Spend {
 	total := st.Spent
 	var fromReports Spend
-	dir := filepath.Join(w.RunsDir(), st.RunID, "reports")
+	dir := filepath.Join(string(d), st.RunID, "reports")
 	ents, _ := os.ReadDir(dir)
 	for _, ent := range ents {
 		if data, err := os.ReadFile(filepath.Join(dir, ent.Name())); err == nil {
-			fromReports = fromReports.Add(sumReport(data))
+			fromReports = fromReports.Add(SumReport(data))
 		}
 	}
 	if fromReports.Cost > total.Cost {
@@ -405,72 +377,4 @@ func (w *Workspace) RecordedSpend(st *RunState) Spend {
 		total.Iterations = fromReports.Iterations
 	}
 	return st.SpentBefore.Add(total)
-}
-
-// CheckoutResult counts what Checkout did.
-type CheckoutResult struct {
-	Restored  []string // phases whose outputs were restored
-	UpToDate  int      // phases whose outputs were already in place
-	NotCached []string // phases whose result is not in the cache
-}
-
-// Checkout restores into the workspace the outputs that the phases of
-// run st produced or found cached, from cache c, without running
-// anything. Outputs already in place are left alone.
-func Checkout(ws Workspace, c *cache.Dir, st *RunState) (*CheckoutResult, error) {
-	lock, err := ws.TryLock("checkout")
-	if err != nil {
-		return nil, err
-	}
-	defer lock.Unlock()
-	e := &Engine{ws: ws, cache: c, now: time.Now}
-	e.mem = LoadMemory(filepath.Join(ws.StateDir(), "digests"))
-	res := &CheckoutResult{}
-	addrs := make([]string, 0, len(st.Phases))
-	for a := range st.Phases {
-		addrs = append(addrs, a)
-	}
-	sort.Strings(addrs)
-	for _, addr := range addrs {
-		ps := st.Phases[addr]
-		switch ps.Status {
-		case StatusSucceeded, StatusCached, StatusRestored:
-		default:
-			continue
-		}
-		key, err := cache.ParseActionID(ps.Key)
-		if err != nil {
-			continue
-		}
-		entry, err := c.GetEntry(key)
-		if err != nil {
-			res.NotCached = append(res.NotCached, addr)
-			continue
-		}
-		if problem := treeProblem(entry); problem != "" {
-			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
-		}
-		restored := false
-		for _, o := range declaredOutputs(entry) {
-			part := treeOf(entry.Outputs, o)
-			// A temporary output is not in the cache: the run removed
-			// it once the phases reading it were done.
-			if isTemporary(part) || e.outputMatches(o, part) {
-				continue
-			}
-			if err := e.restoreOutput(o, part, entry.Inline); err != nil {
-				return res, fmt.Errorf("phase %s: %w", addr, err)
-			}
-			restored = true
-		}
-		if restored {
-			res.Restored = append(res.Restored, addr)
-		} else {
-			res.UpToDate++
-		}
-	}
-	if err := e.mem.Save(); err != nil {
-		return res, err
-	}
-	return res, nil
 }

@@ -1,4 +1,4 @@
-package engine
+package runrec
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package engine
+package runrec
 
 import (
 	"encoding/json"
@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/cairn-run/cairn/internal/jsonx"
 )
 
 // The phases of a run record are most of its bytes: 1,000 of them are
@@ -37,7 +38,7 @@ func appendPhases(out []byte, phases map[string]*PhaseState) ([]byte, error) {
 		}
 		out = append(out, '\n')
 		out = append(out, phasesIndent...)
-		out = appendJSONString(out, n)
+		out = jsonx.AppendString(out, n)
 		out = append(out, ": "...)
 		var err error
 		out, err = appendPhase(out, phases[n])
@@ -64,7 +65,7 @@ func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
 		return append(out, b...), nil
 	}
 	const in = "\n" + phasesIndent + "  "
-	str := func(name, v string) { out = appendJSONString(appendMember(out, in, name), v) }
+	str := func(name, v string) { out = jsonx.AppendString(appendMember(out, in, name), v) }
 	num := func(name string, v int64) { out = strconv.AppendInt(appendMember(out, in, name), v, 10) }
 	tm := func(name string, t *time.Time) error {
 		b, err := t.MarshalJSON()
@@ -75,7 +76,7 @@ func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
 		return nil
 	}
 	out = append(out, "{"+in+`"status": `...)
-	out = appendJSONString(out, ps.Status)
+	out = jsonx.AppendString(out, ps.Status)
 	if ps.Key != "" {
 		str("key", ps.Key)
 	}
@@ -116,29 +117,13 @@ func appendPhase(out []byte, ps *PhaseState) ([]byte, error) {
 	return out, nil
 }
 
-// appendJSONString appends s quoted as encoding/json writes it (with its
-// HTML escaping): printable ASCII without '"', '\\', '<', '>' or '&' is
-// copied; any other string is left to encoding/json.
-func appendJSONString(out []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s) // a string always encodes
-			return append(out, b...)
-		}
-	}
-	out = append(out, '"')
-	out = append(out, s...)
-	return append(out, '"')
-}
-
 // appendHeader appends the record's members before "phases", and the
 // name of that last member: "{\n  \"schema_version\": 2, ..., \"phases\": "
 // as json.MarshalIndent writes them; the first use of encoding/json's
 // reflection on RunState cost a no-op run 0.2 ms.
 func appendHeader(out []byte, st *RunState) ([]byte, error) {
 	const in = "\n  "
-	str := func(name, v string) { out = appendJSONString(appendMember(out, in, name), v) }
+	str := func(name, v string) { out = jsonx.AppendString(appendMember(out, in, name), v) }
 	var err error
 	tm := func(name string, t time.Time) {
 		b, e := t.MarshalJSON()
@@ -182,7 +167,7 @@ func appendHeader(out []byte, st *RunState) ([]byte, error) {
 	}
 	if r.Executor != "" {
 		out = append(out, ","+rin+`"executor": `...)
-		out = appendJSONString(out, r.Executor)
+		out = jsonx.AppendString(out, r.Executor)
 	}
 	out = append(out, in+"}"...)
 
@@ -250,7 +235,7 @@ func appendStrings(out []byte, l []string, in string) []byte {
 			out = append(out, ',')
 		}
 		out = append(out, in+"  "...)
-		out = appendJSONString(out, s)
+		out = jsonx.AppendString(out, s)
 	}
 	out = append(out, in...)
 	return append(out, ']')

@@ -1,4 +1,4 @@
-package engine
+package runrec
 
 import (
 	"crypto/sha256"
@@ -26,10 +26,10 @@ func TestStateEncoderReuse(t *testing.T) {
 		big.Phases[a] = &PhaseState{Status: StatusSucceeded, Key: a + "-key", Reasons: []string{"input " + a + " changed"}}
 	}
 	small := &RunState{RunID: "r2", Status: RunSucceeded, Phases: map[string]*PhaseState{"a": {Status: StatusCached}}}
-	var enc stateEncoder
+	var enc Encoder
 	dir := t.TempDir()
 	for i, st := range []*RunState{big, small, big} {
-		got, err := enc.marshal(st)
+		got, err := enc.Marshal(st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func TestStateEncoderReuse(t *testing.T) {
 	}
 }
 
-// referenceState is marshalState's format, written the plain way.
+// referenceState is Marshal's format, written the plain way.
 func referenceState(t *testing.T, st *RunState) []byte {
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
@@ -62,62 +62,6 @@ func referenceState(t *testing.T, st *RunState) []byte {
 	out := append([]byte{}, b[:len(b)-2]...)
 	out = append(out, ",\n  \"checksum\": \"sha256:"+hex.EncodeToString(sum[:])+"\"\n}\n"...)
 	return out
-}
-
-// TestParseKeyIndex: the fast reader of keys.json takes exactly the
-// layout keyIndex.save writes, agrees with encoding/json on it, and
-// leaves every other file to encoding/json.
-func TestParseKeyIndex(t *testing.T) {
-	saved := func(m map[string]string) []byte {
-		b, err := json.MarshalIndent(m, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(b, '\n')
-	}
-	good := map[string]string{"prep": "aa", `train["m1"]`: "bb", "eval/x": "cc", "é": "dd"}
-	tests := []struct {
-		name string
-		in   []byte
-		ok   bool
-	}{
-		{"as saved, plain names", saved(map[string]string{"a": "1", "b": "2", "é": "3"}), true},
-		{"as saved, names with quotes (escaped)", saved(good), false},
-		{"empty map", saved(map[string]string{}), false},
-		{"trailing comma", []byte("{\n  \"a\": \"1\",\n}\n"), false},
-		{"missing comma", []byte("{\n  \"a\": \"1\"\n  \"b\": \"2\"\n}\n"), false},
-		{"unsorted", []byte("{\n  \"b\": \"1\",\n  \"a\": \"2\"\n}\n"), false},
-		{"duplicate", []byte("{\n  \"a\": \"1\",\n  \"a\": \"2\"\n}\n"), false},
-		{"no final newline", []byte("{\n  \"a\": \"1\"\n}"), false},
-		{"html character", []byte("{\n  \"a<b\": \"1\"\n}\n"), false},
-		{"invalid utf-8", []byte("{\n  \"a\xff\": \"1\"\n}\n"), false},
-		{"compact", []byte(`{"a":"1"}`), false},
-	}
-	for _, tt := range tests {
-		got, ok := parseKeyIndex(tt.in)
-		if ok != tt.ok {
-			t.Errorf("%s: ok = %v, want %v", tt.name, ok, tt.ok)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		var want map[string]string
-		if err := json.Unmarshal(tt.in, &want); err != nil {
-			t.Fatalf("%s: encoding/json: %v", tt.name, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-encoding/json +fast):\n%s", tt.name, diff)
-		}
-	}
-	// Whatever the path, loadKeyIndex reads what save wrote.
-	p := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(p, saved(good), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(good, loadKeyIndex(p).keys); diff != "" {
-		t.Errorf("loadKeyIndex (-saved +loaded):\n%s", diff)
-	}
 }
 
 // filledPhase is a phase with every field set to something other than
@@ -190,8 +134,8 @@ func TestStateEncoderMatchesJSON(t *testing.T) {
 	for _, tt := range tests {
 		st := &RunState{RunID: "20261127-010203-abcdef", Spec: "experiment.hcl", Status: RunSucceeded, Host: "vm", PID: 42,
 			Started: time.Date(2026, 11, 27, 1, 2, 3, 0, time.UTC), Phases: tt.phases}
-		var enc stateEncoder
-		got, err := enc.marshal(st)
+		var enc Encoder
+		got, err := enc.Marshal(st)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -229,10 +173,10 @@ func BenchmarkStateEncode1000(b *testing.B) {
 	for i := range 1000 {
 		st.Phases[fmt.Sprintf("p%05d", i)] = &PhaseState{Status: StatusCached, Key: strings.Repeat("ab", 32)}
 	}
-	var enc stateEncoder
+	var enc Encoder
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := enc.marshal(st); err != nil {
+		if _, err := enc.Marshal(st); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -294,8 +238,8 @@ func TestStateHeaderMatchesJSON(t *testing.T) {
 		{"small and large costs", &RunState{SpentBefore: Spend{Cost: 0.1 + 0.2}, Spent: Spend{Cost: 123456789.125}}},
 	}
 	for _, tt := range tests {
-		var enc stateEncoder
-		got, err := enc.marshal(tt.st)
+		var enc Encoder
+		got, err := enc.Marshal(tt.st)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -311,8 +255,8 @@ func TestStateHeaderMatchesJSON(t *testing.T) {
 		{&RunState{Spent: Spend{Cost: math.Inf(1)}}, &RunState{Spent: Spend{Cost: bound}}},
 		{&RunState{SpentBefore: Spend{Cost: math.Inf(-1)}}, &RunState{SpentBefore: Spend{Cost: -bound}}},
 	} {
-		var enc stateEncoder
-		got, err := enc.marshal(c.st)
+		var enc Encoder
+		got, err := enc.Marshal(c.st)
 		if err != nil {
 			t.Fatalf("%+v: %v", c.st, err)
 		}
@@ -326,22 +270,9 @@ func TestStateHeaderMatchesJSON(t *testing.T) {
 		if _, err := json.MarshalIndent(st, "", "  "); err == nil {
 			t.Fatalf("encoding/json took %+v", st)
 		}
-		var enc stateEncoder
-		if _, err := enc.marshal(st); err == nil {
+		var enc Encoder
+		if _, err := enc.Marshal(st); err == nil {
 			t.Errorf("the direct encoding took %+v, which encoding/json refuses", st)
-		}
-	}
-}
-
-// TestLockInfoJSON: the lock holder is written as json.Marshal writes it.
-func TestLockInfoJSON(t *testing.T) {
-	for _, li := range []LockInfo{{}, {PID: 4242, RunID: "20261127-010203-abcdef", Host: "vm"}, {PID: -1, RunID: `a"<b>`, Host: "hôte\x00"}} {
-		want, err := json.Marshal(li)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := li.appendJSON(nil); string(got) != string(want) {
-			t.Errorf("%+v: appendJSON = %s, json.Marshal = %s", li, got, want)
 		}
 	}
 }
@@ -353,8 +284,8 @@ func sameAsJSON(t *testing.T, st *RunState) {
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
 	_, err := json.MarshalIndent(&cp, "", "  ")
-	var enc stateEncoder
-	got, gerr := enc.marshal(st)
+	var enc Encoder
+	got, gerr := enc.Marshal(st)
 	if (err == nil) != (gerr == nil) {
 		t.Fatalf("encoding/json error %v, direct error %v", err, gerr)
 	}

@@ -1,7 +1,6 @@
-package engine
+package runrec
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -45,21 +44,5 @@ func FuzzStateHeader(f *testing.F) {
 			st.Phases = map[string]*PhaseState{}
 		}
 		sameAsJSON(t, st)
-	})
-}
-
-// FuzzLockInfoJSON: the lock holder is written as json.Marshal writes it.
-func FuzzLockInfoJSON(f *testing.F) {
-	f.Add(4242, "20261127-010203-abcdef", "vm")
-	f.Add(-1, "a\"<b>\u2028", "hôte\x00\xff")
-	f.Fuzz(func(t *testing.T, pid int, runID, host string) {
-		li := LockInfo{PID: pid, RunID: runID, Host: host}
-		want, err := json.Marshal(li)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := li.appendJSON(nil); string(got) != string(want) {
-			t.Errorf("appendJSON = %s, json.Marshal = %s", got, want)
-		}
 	})
 }

@@ -1,4 +1,4 @@
-package engine
+package runrec
 
 import (
 	"errors"
@@ -12,31 +12,31 @@ import (
 )
 
 // writeRun writes a run record named id that started at started.
-func writeRun(t testing.TB, ws *Workspace, id string, started time.Time) {
+func writeRun(t testing.TB, d Dir, id string, started time.Time) {
 	t.Helper()
-	writeRecord(t, ws, &RunState{SchemaVersion: StateSchemaVersion, RunID: id, Started: started, Status: RunSucceeded,
+	writeRecord(t, d, &RunState{SchemaVersion: StateSchemaVersion, RunID: id, Started: started, Status: RunSucceeded,
 		Heartbeat: started, Phases: map[string]*PhaseState{"a": {Status: StatusSucceeded}}})
 }
 
 // writeRecord writes st as the record of run st.RunID.
-func writeRecord(t testing.TB, ws *Workspace, st *RunState) {
+func writeRecord(t testing.TB, d Dir, st *RunState) {
 	t.Helper()
-	b, err := marshalState(st)
+	b, err := Marshal(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(ws.StatePath(st.RunID)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(d.StatePath(st.RunID)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ws.StatePath(st.RunID), b, 0o644); err != nil {
+	if err := os.WriteFile(d.StatePath(st.RunID), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func newestFirst(t *testing.T, ws *Workspace, limit int) []string {
+func newestFirst(t *testing.T, d Dir, limit int) []string {
 	t.Helper()
 	var ids []string
-	err := ws.RunsNewestFirst(func(st *RunState) bool {
+	err := d.RunsNewestFirst(func(st *RunState) bool {
 		ids = append(ids, st.RunID)
 		return len(ids) < limit
 	})
@@ -54,30 +54,30 @@ func newestFirst(t *testing.T, ws *Workspace, limit int) []string {
 // damaged ones too, when it cannot.
 func TestRunsNewestFirst(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	ws := &Workspace{Root: t.TempDir()}
+	d := Dir(t.TempDir())
 	// Two runs in one second whose random suffixes sort against their
 	// start order, and three earlier seconds.
-	writeRun(t, ws, "20261127-100005-ffffff", t0.Add(5*time.Second+100*time.Millisecond))
-	writeRun(t, ws, "20261127-100005-000000", t0.Add(5*time.Second+700*time.Millisecond))
-	writeRun(t, ws, "20261127-100003-aaaaaa", t0.Add(3*time.Second))
-	writeRun(t, ws, "20261127-095959-bbbbbb", t0.Add(-time.Second))
-	writeRun(t, ws, "20261126-235959-cccccc", t0.Add(-10*time.Hour-time.Second))
+	writeRun(t, d, "20261127-100005-ffffff", t0.Add(5*time.Second+100*time.Millisecond))
+	writeRun(t, d, "20261127-100005-000000", t0.Add(5*time.Second+700*time.Millisecond))
+	writeRun(t, d, "20261127-100003-aaaaaa", t0.Add(3*time.Second))
+	writeRun(t, d, "20261127-095959-bbbbbb", t0.Add(-time.Second))
+	writeRun(t, d, "20261126-235959-cccccc", t0.Add(-10*time.Hour-time.Second))
 	// A damaged newer record, and a run directory without a record.
-	if err := os.MkdirAll(filepath.Join(ws.RunsDir(), "20261127-100009-dddddd"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(string(d), "20261127-100009-dddddd"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ws.StatePath("20261127-100008-eeeeee"), nil, 0o644); err == nil {
+	if err := os.WriteFile(d.StatePath("20261127-100008-eeeeee"), nil, 0o644); err == nil {
 		t.Fatal("wrote into a missing directory")
 	}
-	if err := os.MkdirAll(filepath.Join(ws.RunsDir(), "20261127-100008-eeeeee"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(string(d), "20261127-100008-eeeeee"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ws.StatePath("20261127-100008-eeeeee"), []byte("{"), 0o644); err != nil {
+	if err := os.WriteFile(d.StatePath("20261127-100008-eeeeee"), []byte("{"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
 	want := []string{"20261127-100005-000000", "20261127-100005-ffffff", "20261127-100003-aaaaaa", "20261127-095959-bbbbbb", "20261126-235959-cccccc"}
-	runs, damaged, err := ws.RunsAndDamaged()
+	runs, damaged, err := d.RunsAndDamaged()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +91,10 @@ func TestRunsNewestFirst(t *testing.T) {
 	if diff := cmp.Diff(want, fromRuns); diff != "" {
 		t.Fatalf("Runs reversed (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want, newestFirst(t, ws, 100)); diff != "" {
+	if diff := cmp.Diff(want, newestFirst(t, d, 100)); diff != "" {
 		t.Errorf("RunsNewestFirst (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(want[:2], newestFirst(t, ws, 2)); diff != "" {
+	if diff := cmp.Diff(want[:2], newestFirst(t, d, 2)); diff != "" {
 		t.Errorf("RunsNewestFirst stopped after two (-want +got):\n%s", diff)
 	}
 
@@ -107,7 +107,7 @@ func TestRunsNewestFirst(t *testing.T) {
 		{"nope", "", "unknown"},
 		{"20261127-100008-eeeeee", "", "damaged"},
 	} {
-		st, err := ws.FindRun(tt.id)
+		st, err := d.FindRun(tt.id)
 		var got, gotErr string
 		if st != nil {
 			got = st.RunID
@@ -131,22 +131,22 @@ func TestRunsNewestFirst(t *testing.T) {
 	}
 	// The latest record is damaged: FindRun("") says so, as before;
 	// RunsNewestFirst, as Runs, skips it.
-	if _, err := ws.FindRun(""); !errors.Is(err, ErrDamagedState) {
+	if _, err := d.FindRun(""); !errors.Is(err, ErrDamagedState) {
 		t.Errorf("FindRun(\"\") with a damaged latest record: %v", err)
 	}
-	if err := os.RemoveAll(filepath.Join(ws.RunsDir(), "20261127-100008-eeeeee")); err != nil {
+	if err := os.RemoveAll(filepath.Join(string(d), "20261127-100008-eeeeee")); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := ws.FindRun(""); err != nil || st.RunID != want[0] {
+	if st, err := d.FindRun(""); err != nil || st.RunID != want[0] {
 		t.Errorf("FindRun(\"\") = %v, %v; want %s", st, err, want[0])
 	}
 
 	// A directory named otherwise: every record is read, in Runs' order.
-	writeRun(t, ws, "imported", t0.Add(time.Minute))
-	if diff := cmp.Diff(append([]string{"imported"}, want...), newestFirst(t, ws, 100)); diff != "" {
+	writeRun(t, d, "imported", t0.Add(time.Minute))
+	if diff := cmp.Diff(append([]string{"imported"}, want...), newestFirst(t, d, 100)); diff != "" {
 		t.Errorf("with a foreign name (-want +got):\n%s", diff)
 	}
-	if st, err := ws.FindRun(""); err != nil || st.RunID != "imported" {
+	if st, err := d.FindRun(""); err != nil || st.RunID != "imported" {
 		t.Errorf("FindRun(\"\") = %v, %v; want imported", st, err)
 	}
 }
@@ -154,20 +154,20 @@ func TestRunsNewestFirst(t *testing.T) {
 // BenchmarkFindLatest: cairn status in a workspace of 200 runs of 1,000
 // phases reads one record, not 200.
 func BenchmarkFindLatest(b *testing.B) {
-	ws := &Workspace{Root: b.TempDir()}
+	d := Dir(b.TempDir())
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
 	for i := range 200 {
 		started := t0.Add(time.Duration(i) * time.Second)
-		id := newRunID(started)
+		id := NewID(started)
 		st := &RunState{SchemaVersion: StateSchemaVersion, RunID: id, Started: started, Status: RunSucceeded, Heartbeat: started, Phases: map[string]*PhaseState{}}
 		for p := range 1000 {
 			st.Phases[filepath.Join("p", string(rune('a'+p%26)), time.Duration(p).String())] = filledPhase(b, p, false)
 		}
-		writeRecord(b, ws, st)
+		writeRecord(b, d, st)
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := ws.FindRun(""); err != nil {
+		if _, err := d.FindRun(""); err != nil {
 			b.Fatal(err)
 		}
 	}

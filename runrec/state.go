@@ -1,4 +1,4 @@
-package engine
+package runrec
 
 import (
 	"bytes"
@@ -12,13 +12,10 @@ import (
 	"regexp"
 	"sync"
 	"time"
-
-	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // StateSchemaVersion is the version of state.json's layout. Version 2 adds
-// the checksum member (see marshalState); version 1 files, without it,
+// the checksum member (see Marshal); version 1 files, without it,
 // are still read.
 const StateSchemaVersion = 2
 
@@ -48,6 +45,20 @@ const (
 	// max_iterations and was stopped.
 	StatusOverBudget = "over_budget"
 )
+
+// Gates select which phases a run or plan considers and which it forces.
+// They are recorded with a run so that resume repeats them.
+type Gates struct {
+	// Force reruns these phases even when cached.
+	Force []string `json:"force,omitempty"`
+	// From forces these phases and everything downstream of them.
+	From []string `json:"from,omitempty"`
+	// Until considers only these phases and what they need.
+	Until []string `json:"until,omitempty"`
+	// Only considers exactly these phases; what they need from other
+	// phases must already be in the workspace or the cache.
+	Only []string `json:"only,omitempty"`
+}
 
 // Request is what a run was asked to do: its targets, gates and settings.
 // It is recorded in state.json so that resume repeats it.
@@ -129,166 +140,7 @@ type PhaseState struct {
 	JobName  string `json:"job_name,omitempty"`
 }
 
-// stateFile owns a run's state and writes it to disk. Updates are cheap;
-// writes are grouped: a background loop writes the first record when the
-// first phase is about to execute (ready) or after firstRecordDelay,
-// whichever comes first, then at most every interval while something
-// changed, and Close writes the final state. A run that finds everything
-// cached within firstRecordDelay writes one record, at its end, with one
-// fsync.
-type stateFile struct {
-	path   string
-	tmpDir string // .cairn: where every run looks for temp files a dead cairn left
-	// beforeFirst, if set, runs before the first record is written
-	// (it names the run in .cairn/current).
-	beforeFirst func() error
-
-	mu      sync.Mutex
-	st      *RunState
-	dirty   bool
-	dirMade bool // the run's directory exists
-
-	writeMu sync.Mutex   // one write at a time: they share enc's buffers
-	enc     stateEncoder // guarded by writeMu
-
-	kick     chan struct{} // closed by ready: write the first record now
-	kickOnce sync.Once
-	first    chan struct{} // closed once the first record is written
-	firstErr error
-
-	stop chan struct{}
-	done chan struct{}
-}
-
-// firstRecordDelay is how long a run that executes nothing goes without a
-// record on disk: long enough for a no-op to end first, short enough
-// that cairn status soon sees a run that restores or decides for longer.
-const firstRecordDelay = 100 * time.Millisecond
-
-func newStateFile(path, tmpDir string, st *RunState, interval time.Duration, beforeFirst func() error) *stateFile {
-	sf := &stateFile{path: path, tmpDir: tmpDir, beforeFirst: beforeFirst, st: st, kick: make(chan struct{}), first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
-	go sf.loop(interval)
-	return sf
-}
-
-// ready has the first record written, if it is not yet, waits for it and
-// returns the error writing it. The engine calls it before the run changes
-// the workspace (a phase executes, an output is restored), so no command
-// starts before the run's record is on disk, and Close then writes the
-// last record durably.
-func (sf *stateFile) ready() error {
-	sf.kickOnce.Do(func() { close(sf.kick) })
-	<-sf.first
-	return sf.firstErr
-}
-
-// executed reports whether ready was called.
-func (sf *stateFile) executed() bool {
-	select {
-	case <-sf.kick:
-		return true
-	default:
-		return false
-	}
-}
-
-func (sf *stateFile) loop(interval time.Duration) {
-	defer close(sf.done)
-	delay := time.NewTimer(firstRecordDelay)
-	select {
-	case <-sf.kick:
-	case <-delay.C:
-	case <-sf.stop:
-		delay.Stop()
-		sf.firstErr = errors.New("the run ended before its first record")
-		close(sf.first)
-		return
-	}
-	delay.Stop()
-	if sf.beforeFirst != nil {
-		sf.firstErr = sf.beforeFirst()
-	}
-	// The first record holds nothing a power cut could cost (no phase has
-	// finished; finished phases are durable in the cache, and Close
-	// writes the last record durably): its content is fsynced like every
-	// state write, but the directory is not.
-	if sf.firstErr == nil {
-		sf.firstErr = sf.write(syncFile)
-	}
-	close(sf.first)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	beat := time.Now()
-	for {
-		select {
-		case <-sf.stop:
-			return
-		case now := <-t.C:
-			sf.mu.Lock()
-			if now.Sub(beat) >= 5*time.Second {
-				sf.st.Heartbeat = now.UTC()
-				sf.dirty = true
-				beat = now
-			}
-			dirty := sf.dirty
-			sf.mu.Unlock()
-			if dirty {
-				_ = sf.write(syncFile)
-			}
-		}
-	}
-}
-
-// update applies fn to the state under the lock.
-func (sf *stateFile) update(fn func(*RunState)) {
-	sf.mu.Lock()
-	fn(sf.st)
-	sf.dirty = true
-	sf.mu.Unlock()
-}
-
-// phase applies fn to one phase's record.
-func (sf *stateFile) phase(addr string, fn func(*PhaseState)) {
-	sf.update(func(st *RunState) {
-		ps := st.Phases[addr]
-		if ps == nil {
-			ps = &PhaseState{Status: StatusPending}
-			st.Phases[addr] = ps
-		}
-		fn(ps)
-	})
-}
-
-// How much of a state write is fsynced.
-type stateSync int
-
-const (
-	syncFile stateSync = iota + 1 // the content, before the rename
-	syncAll                       // the content, then the directory after the rename
-)
-
-func (sf *stateFile) write(mode stateSync) error {
-	sf.writeMu.Lock()
-	defer sf.writeMu.Unlock()
-	sf.mu.Lock()
-	b, err := sf.enc.marshal(sf.st)
-	sf.dirty = false
-	made := sf.dirMade
-	sf.dirMade = true
-	sf.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	if !made {
-		// The run's directory, made with its first record.
-		if err := os.MkdirAll(filepath.Dir(sf.path), 0o755); err != nil {
-			return fmt.Errorf("create run directory: %w", err)
-		}
-	}
-	return cache.NoSpace(fsx.WriteFileAtomicVia(sf.tmpDir, sf.path, b, 0o600, "state", mode >= syncFile, mode == syncAll), filepath.Dir(sf.path))
-}
-
-// marshalState encodes st as indented JSON whose last member is
+// Marshal encodes st as indented JSON whose last member is
 //
 //	"checksum": "sha256:<64 hex>"
 //
@@ -296,22 +148,22 @@ func (sf *stateFile) write(mode stateSync) error {
 // the comma before it, followed by "\n}"). So any damage to the file (a
 // torn write, a flipped bit) is detected when it is read, while it stays
 // plain JSON for people and tools.
-func marshalState(st *RunState) ([]byte, error) {
-	var enc stateEncoder
-	return enc.marshal(st)
+func Marshal(st *RunState) ([]byte, error) {
+	var enc Encoder
+	return enc.Marshal(st)
 }
 
-// stateEncoder encodes states as marshalState does, reusing its buffer
+// Encoder encodes states as Marshal does, reusing its buffer
 // from one record to the next: a run of 1,000 phases rewrites a record of
 // hundreds of KiB every interval, and a fresh buffer each time made
 // megabytes of garbage. It writes the JSON itself (stateenc.go), byte for
 // byte what encoding/json writes. The bytes it returns are valid until
 // its next use.
-type stateEncoder struct {
+type Encoder struct {
 	out []byte
 }
 
-func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
+func (se *Encoder) Marshal(st *RunState) ([]byte, error) {
 	cp := *st
 	cp.SchemaVersion = StateSchemaVersion
 	// A cached phase's record is about 130 bytes: one allocation, not a
@@ -345,7 +197,7 @@ func (se *stateEncoder) marshal(st *RunState) ([]byte, error) {
 	return out, nil
 }
 
-// checksumTail matches the checksum member marshalState appends.
+// checksumTail matches the checksum member Marshal appends.
 var checksumTail = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`,\n  "checksum": "sha256:([0-9a-f]{64})"\n}\n?$`)
 })
@@ -373,21 +225,6 @@ func (e *DamagedStateError) Error() string {
 }
 
 func (e *DamagedStateError) Is(target error) bool { return target == ErrDamagedState }
-
-// Close stops the background loop and writes the final state: durably if
-// a phase executed; else (everything was cached or restored) its content
-// is fsynced, so the file is never found empty or cut short (RELIABILITY
-// I1), but not its directory: such a run's record, if a power cut took
-// it, costs nothing to make again, its phases' results being durable in
-// the cache.
-func (sf *stateFile) Close() error {
-	close(sf.stop)
-	<-sf.done
-	if sf.executed() {
-		return sf.write(syncAll)
-	}
-	return sf.write(syncFile)
-}
 
 // ReadState reads a run's state.json. A file that is damaged (see
 // DamagedStateError) is an error matching ErrDamagedState; a missing one
@@ -427,11 +264,6 @@ func ReadState(path string) (*RunState, error) {
 		return damaged("run_id or phases missing")
 	}
 	return &st, nil
-}
-
-// StatePath returns the state.json path of a run.
-func (w *Workspace) StatePath(runID string) string {
-	return filepath.Join(w.RunsDir(), runID, "state.json")
 }
 
 // Total is the run's ledger: what it and the runs it resumed spent.

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/runrec"
+)
+
+// CheckoutResult counts what Checkout did.
+type CheckoutResult struct {
+	Restored  []string // phases whose outputs were restored
+	UpToDate  int      // phases whose outputs were already in place
+	NotCached []string // phases whose result is not in the cache
+}
+
+// Checkout restores into the workspace the outputs that the phases of
+// run st produced or found cached, from cache c, without running
+// anything. Outputs already in place are left alone.
+func Checkout(ws Workspace, c *cache.Dir, st *runrec.RunState) (*CheckoutResult, error) {
+	lock, err := ws.TryLock("checkout")
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Unlock()
+	e := &Engine{ws: ws, cache: c, now: time.Now}
+	e.mem = LoadMemory(filepath.Join(ws.StateDir(), "digests"))
+	res := &CheckoutResult{}
+	addrs := make([]string, 0, len(st.Phases))
+	for a := range st.Phases {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	for _, addr := range addrs {
+		ps := st.Phases[addr]
+		switch ps.Status {
+		case runrec.StatusSucceeded, runrec.StatusCached, runrec.StatusRestored:
+		default:
+			continue
+		}
+		key, err := cache.ParseActionID(ps.Key)
+		if err != nil {
+			continue
+		}
+		entry, err := c.GetEntry(key)
+		if err != nil {
+			res.NotCached = append(res.NotCached, addr)
+			continue
+		}
+		if problem := treeProblem(entry); problem != "" {
+			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
+		}
+		restored := false
+		for _, o := range declaredOutputs(entry) {
+			part := treeOf(entry.Outputs, o)
+			// A temporary output is not in the cache: the run removed
+			// it once the phases reading it were done.
+			if isTemporary(part) || e.outputMatches(o, part) {
+				continue
+			}
+			if err := e.restoreOutput(o, part, entry.Inline); err != nil {
+				return res, fmt.Errorf("phase %s: %w", addr, err)
+			}
+			restored = true
+		}
+		if restored {
+			res.Restored = append(res.Restored, addr)
+		} else {
+			res.UpToDate++
+		}
+	}
+	if err := e.mem.Save(); err != nil {
+		return res, err
+	}
+	return res, nil
+}
