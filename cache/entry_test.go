@@ -6,34 +6,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 // sampleEntry returns a valid entry whose blobs are the contents given by
 // sampleBlobs.
@@ -110,7 +91,7 @@ func TestInlineEntryRoundTrip(t *testing.T) {
 	if !strings.HasPrefix(string(b), "cairn-ac 2\n") {
 		t.Errorf("header line %q, want cairn-ac 2", strings.SplitN(string(b), "\n", 2)[0])
 	}
-	checkGolden(t, filepath.Join("testdata", "entry-inline.golden"), b)
+	testkit.Golden(t, filepath.Join("testdata", "entry-inline.golden"), b)
 	got, err := DecodeEntry(b)
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +168,7 @@ func TestEntryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGolden(t, filepath.Join("testdata", "entry.golden"), b)
+	testkit.Golden(t, filepath.Join("testdata", "entry.golden"), b)
 	got, err := DecodeEntry(b)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package dag
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -12,26 +11,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 // dotSpecs is an experiment-shaped graph whose names need escaping.
 var dotSpecs = []string{
@@ -87,7 +69,7 @@ func TestWriteDOT(t *testing.T) {
 			if err := WriteDOT(&buf, graphOf(dotSpecs...), opts); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", name+".dot"), buf.Bytes())
+			testkit.Golden(t, filepath.Join("testdata", name+".dot"), buf.Bytes())
 
 			// The same graph built in any order renders the same bytes.
 			r := rand.New(rand.NewPCG(9, 10))

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // drawSpecs is an experiment with a three-instance sweep; names need
@@ -98,7 +100,7 @@ func TestDrawing(t *testing.T) {
 				if err := write(&buf, graphOf(drawSpecs...), d); err != nil {
 					t.Fatal(err)
 				}
-				checkGolden(t, filepath.Join("testdata", "draw_"+name+"."+ext), buf.Bytes())
+				testkit.Golden(t, filepath.Join("testdata", "draw_"+name+"."+ext), buf.Bytes())
 
 				r := rand.New(rand.NewPCG(3, 4))
 				for range 10 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // testMark returns a unique census marker (H7): every process of a test
@@ -28,48 +29,21 @@ func testMark(t *testing.T) string {
 	return hex.EncodeToString(b[:])
 }
 
-// census returns the live (not zombie) processes carrying
-// CAIRN_TEST_MARK=mark, other than this one, as "pid (cmdline)".
-func census(mark string) []string {
-	marker := []byte("CAIRN_TEST_MARK=" + mark + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var alive []string
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(env, 0), marker) {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat")); err != nil || bytes.Contains(st, []byte(") Z ")) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		alive = append(alive, fmt.Sprintf("%d (%s)", pid, bytes.TrimSpace(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
-	}
-	return alive
-}
+// census returns the live processes carrying CAIRN_TEST_MARK=mark, other
+// than this one, as "pid (cmdline)".
+func census(mark string) []string { return testkit.Procs("CAIRN_TEST_MARK=" + mark) }
 
 // survivors waits up to d for the marked processes to be gone (a SIGKILLed
 // process needs a moment to exit) and returns those still alive then. The
 // test's cleanup kills any that are left.
 func survivors(t *testing.T, mark string, d time.Duration) []string {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		alive := census(mark)
-		if len(alive) == 0 || time.Now().After(deadline) {
-			return alive
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return testkit.WaitGone("CAIRN_TEST_MARK="+mark, d)
 }
 
 // killCensus SIGKILLs whatever still carries the marker, so that a failing
 // test leaves no sleeper behind.
-func killCensus(mark string) { killMarked("CAIRN_TEST_MARK=" + mark) }
+func killCensus(mark string) { testkit.KillProcs("CAIRN_TEST_MARK=" + mark) }
 
 // waitFile waits until path exists: tests synchronise with a job on files
 // it creates, never on sleeps.

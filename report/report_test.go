@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"html"
 	"os"
@@ -16,27 +15,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/internal/testkit"
 	"github.com/cairn-run/cairn/runrec"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 // fixtureGraph is the spec graph of testdata/ws/state.json's run, as the
 // spec stands now: "plot" was added since (not in the run), "legacy" and
@@ -93,7 +74,7 @@ func render(t *testing.T, in Input) string {
 
 func TestGolden(t *testing.T) {
 	got := render(t, fixtureInput(t))
-	checkGolden(t, filepath.Join("testdata", "report.golden.html"), []byte(got))
+	testkit.Golden(t, filepath.Join("testdata", "report.golden.html"), []byte(got))
 	if again := render(t, fixtureInput(t)); again != got {
 		t.Error("two renderings of the same input differ")
 	}

@@ -3,7 +3,6 @@ package spec
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,9 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/rogpeppe/go-internal/txtar"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+	"github.com/cairn-run/cairn/internal/testkit"
+)
 
 const testDir = "/workspace"
 
@@ -179,7 +178,7 @@ func TestDecodeGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			if *update {
+			if testkit.Updating() {
 				if wantIdx < 0 {
 					ar.Files = append(ar.Files, txtar.File{Name: "want.json"})
 					wantIdx = len(ar.Files) - 1

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/cairn-run/cairn/internal/testkit"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -30,7 +31,7 @@ func TestCompareGolden(t *testing.T) {
 			if err := render(&b); err != nil {
 				t.Fatal(err)
 			}
-			checkGolden(t, filepath.Join("testdata", "metrics", name), b.Bytes())
+			testkit.Golden(t, filepath.Join("testdata", "metrics", name), b.Bytes())
 		})
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,30 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/cairn-run/cairn/internal/testkit"
 	"github.com/cairn-run/cairn/runrec"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata and the cmp files inside testdata/script/*.txtar")
-
-func checkGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 // fixtureRuns are two runs of a sweep, oldest first: the second changes
 // lr for m1 (new metrics), finishes m2 that failed the first time, finds
@@ -128,7 +105,7 @@ func TestMetricsGolden(t *testing.T) {
 			if ext == "" {
 				ext = ".txt"
 			}
-			checkGolden(t, filepath.Join("testdata", "metrics", name+ext), b.Bytes())
+			testkit.Golden(t, filepath.Join("testdata", "metrics", name+ext), b.Bytes())
 		})
 	}
 }

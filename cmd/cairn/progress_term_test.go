@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/testkit"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -73,7 +74,7 @@ func TestTermFrame(t *testing.T) {
 			got.WriteString(l + "\n")
 		}
 	}
-	checkGolden(t, "testdata/progress/frame.txt", []byte(got.String()))
+	testkit.Golden(t, "testdata/progress/frame.txt", []byte(got.String()))
 }
 
 // A terminal too short for every running phase gets as many as fit and a
@@ -119,7 +120,7 @@ func TestTermStream(t *testing.T) {
 		Spent:    runrec.Spend{Cost: 1.75, Iterations: 1200},
 		Failures: map[string]error{"train": errors.New("x")}})
 	out := buf.String()
-	checkGolden(t, "testdata/progress/stream.txt", []byte(visible(out)))
+	testkit.Golden(t, "testdata/progress/stream.txt", []byte(visible(out)))
 
 	// Whatever the golden file says: the terminal is left clean.
 	if i, j := strings.LastIndex(out, ansi.HideCursor), strings.LastIndex(out, ansi.ShowCursor); i < 0 || j < i {

@@ -4,17 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // Helpers of the reliability tests that drive the cairn binary: the test
@@ -225,48 +224,13 @@ func (w *relWS) verify() *cache.VerifyReport {
 	return rep
 }
 
-// procsWith returns the live (not zombie) processes whose environment
-// holds entry (KEY=VALUE), as "pid (cmdline)": the census (H7).
-func procsWith(entry string) []string {
-	marker := []byte(entry + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var alive []string
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(env, 0), marker) {
-			continue
-		}
-		if st, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat")); err != nil || bytes.Contains(st, []byte(") Z ")) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		alive = append(alive, fmt.Sprintf("%d (%s)", pid, bytes.TrimSpace(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))))
-	}
-	return alive
-}
-
-// phaseProcs returns the live processes of the workspace's phases: every
+// phaseProcs returns the live processes of the workspace's phases (the
+// census, H7): every
 // phase process and its descendants carry CAIRN_WORKSPACE.
-func (w *relWS) phaseProcs() []string { return procsWith("CAIRN_WORKSPACE=" + w.dir) }
+func (w *relWS) phaseProcs() []string { return testkit.Procs("CAIRN_WORKSPACE=" + w.dir) }
 
 // killWorkspaceProcs SIGKILLs whatever a failed test left running.
-func killWorkspaceProcs(dir string) {
-	marker := []byte("CAIRN_WORKSPACE=" + dir + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		if env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ")); err == nil && bytes.Contains(append(env, 0), marker) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
+func killWorkspaceProcs(dir string) { testkit.KillProcs("CAIRN_WORKSPACE=" + dir) }
 
 // exitCode is the exit code of a finished command's Wait error.
 func exitCode(err error) int {

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // deathSpec: four phases running at once. Two are shell scripts that
@@ -96,7 +98,7 @@ func TestRunnerDeath(t *testing.T) {
 		for time.Since(killedAt) < time.Second {
 			time.Sleep(10 * time.Millisecond)
 		}
-		left := procsWith("CAIRN_RUN_ID=" + dead.RunID)
+		left := testkit.Procs("CAIRN_RUN_ID=" + dead.RunID)
 		after1s = append(after1s, len(left))
 		// Only the shell phases' grandchildren may be left.
 		if len(left) > 2 {
@@ -105,7 +107,7 @@ func TestRunnerDeath(t *testing.T) {
 
 		w.write("release", "")
 		w.mustRun("run")
-		if left := procsWith("CAIRN_RUN_ID=" + dead.RunID); len(left) > 0 {
+		if left := testkit.Procs("CAIRN_RUN_ID=" + dead.RunID); len(left) > 0 {
 			t.Errorf("after the next run, processes of the killed run remain: %s", strings.Join(left, ", "))
 		}
 		for _, gc := range []string{"gc.sh1", "gc.sh2"} {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // runStates returns the workspace's run records, oldest first, as generic
@@ -161,21 +162,7 @@ func cmdWaitState(ts *testscript.TestScript, neg bool, args []string) {
 // as CAIRN_WORKSPACE: every phase process and its descendants carry it.
 // Killed processes may linger as zombies for a moment; those are dead.
 func cmdCensus(ts *testscript.TestScript, neg bool, args []string) {
-	marker := []byte("CAIRN_WORKSPACE=" + ts.MkAbs(".") + "\x00")
-	ents, _ := os.ReadDir("/proc")
-	var alive []string
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
-		if err != nil || !bytes.Contains(append(env, 0), marker) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		alive = append(alive, fmt.Sprintf("%d (%s)", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
-	}
+	alive := testkit.Procs("CAIRN_WORKSPACE=" + ts.MkAbs("."))
 	if (len(alive) == 0) == neg {
 		if neg {
 			ts.Fatalf("census: no phase process alive")

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -22,9 +24,9 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
-		// -update (cmd_metrics_test.go) also rewrites the cmp files
+		// -update (internal/testkit) also rewrites the cmp files
 		// inside the scripts, as UPDATE_SCRIPTS=1 does.
-		UpdateScripts: *update || os.Getenv("UPDATE_SCRIPTS") != "",
+		UpdateScripts: testkit.Updating() || os.Getenv("UPDATE_SCRIPTS") != "",
 		Setup: func(e *testscript.Env) error {
 			// Hermetic: each script has its own cache and no colour.
 			e.Setenv("CAIRN_CACHE_DIR", filepath.Join(e.WorkDir, ".cache"))
