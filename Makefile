@@ -5,10 +5,10 @@ DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
+.PHONY: build test test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
-# A static binary (no cgo): it starts about half a millisecond sooner
-# than one linked against libc, which a no-op run notices. Group names of
+# A static binary (no cgo): it starts sooner than one linked against
+# libc, which a no-op run notices. Group names of
 # a shared cache are then looked up in /etc/group, then with getent(1).
 # The version is git describe's, when this is a git checkout; else the
 # binary reports the VCS stamp the Go toolchain adds (cairn version).
@@ -16,8 +16,15 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 build:
 	CGO_ENABLED=0 $(GO) build -buildvcs=auto $(if $(VERSION),-ldflags "-X main.version=$(VERSION)") -o $(BIN) ./cmd/cairn
 
-# The full test suite, with the race detector.
+# Every package's tests, the CLI end to end (the testscript files of
+# cmd/cairn) included, without the race detector: under 5 minutes on two
+# cores.
 test:
+	$(GO) test -count=1 -timeout 20m ./...
+
+# The same tests under the race detector. Much slower: the CLI's tests run
+# the race-instrumented test binary as cairn, hundreds of times.
+test-race:
 	$(GO) test -race -count=1 -timeout 45m ./...
 
 # The long reliability tier: full counts (CAIRN_LONG=1) and every fuzz
