@@ -8,8 +8,8 @@ DEMO_CACHE := $(CURDIR)/.demo-cache
 .PHONY: build test test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
 # A static binary (no cgo): it starts sooner than one linked against
-# libc, which a no-op run notices. Group names of
-# a shared cache are then looked up in /etc/group, then with getent(1).
+# libc, which a no-op run notices. Group names of a shared cache are then
+# looked up in /etc/group, then with getent(1).
 # The version is git describe's, when this is a git checkout; else the
 # binary reports the VCS stamp the Go toolchain adds (cairn version).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
