@@ -14,12 +14,10 @@ import (
 
 // A large file is hashed through a read-only mapping of the page cache,
 // a window at a time, rather than read(2) into a buffer: that saves
-// copying every byte once. Measured on 200 MiB files in the page cache:
-// one file 13% faster (166 ms against 193 ms, median of 12); a run after
-// touching the ten files of bench size L (2 GiB, hashed on two cores)
-// 0.85-0.93 s against 1.03-1.18 s. At 1 MiB and below the two are even,
-// so smaller files are read. Windows of 4, 16 and 64 MiB hashed equally
-// fast; 16 MiB keeps what the mappings add to cairn's RSS small.
+// copying every byte once, which matters for files of many MiB. For small
+// files the mapping's own cost eats the saving, so they are read. The
+// window's size makes no difference to the speed; a moderate one keeps
+// what the mappings add to cairn's RSS small.
 var (
 	mmapHashMin    int64 = 8 << 20
 	mmapHashWindow int64 = 16 << 20

@@ -22,7 +22,7 @@ import (
 // that saves a fork and an exec of the shell per phase, as GNU make does
 // for recipes without shell syntax. Anything else, and anything that
 // could go differently (a program not found, a file that cannot be
-// opened), is left to sh, which then runs the line as before.
+// opened), is left to sh, which then runs the line with its own rules.
 
 // A pipeline is a command line cairn runs without a shell: its stages run
 // at once, each one's standard output feeding the next one's input.

@@ -344,9 +344,8 @@ func (o *outputPipes) abandon() {
 // such threads start jobs, one more whenever all are busy, up to
 // maxStarters: jobs ending together do not queue for one thread. Every
 // stage of a pipeline is started by one request: each handing over to a
-// starter thread and back cost a stage 0.25-0.4 ms more than its fork and
-// exec (waking the threads on a busy machine), a tenth of a tiny phase's
-// time in its job slot.
+// starter thread and back wakes threads on a busy machine, a cost of the
+// order of the fork and exec themselves.
 func startOnLockedThread(cmds []*exec.Cmd, prep func(i int)) (int, error) {
 	starter.mu.Lock()
 	if starter.reqs == nil {

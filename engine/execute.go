@@ -466,7 +466,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		// The outputs are in place and hashed: the dependents need no
 		// more to start, and need not wait for the blobs' and the
 		// entry's fsyncs. Should storing the blobs fail (a full cache),
-		// the phase fails and the run halts as before; the dependents
+		// the phase fails and the run halts; the dependents
 		// already running used outputs that are in place and correct.
 		r.release(p.Addr, tree)
 		acquire()

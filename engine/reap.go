@@ -208,8 +208,8 @@ var nsLastPID = sync.OnceValue(func() int {
 // as the kernel numbers them for seeking: process pid is at offset
 // procTGIDOffset+pid (FIRST_PROCESS_ENTRY+2 in fs/proc/base.c, unchanged
 // since Linux 2.6). Listing all of /proc instantiates an entry for every
-// process, about 2 µs each; a scan that seeks to the jobs' pids lists
-// only the processes started since.
+// process on the machine; a scan that seeks to the jobs' pids lists only
+// the processes started since.
 const procTGIDOffset = 256 + 2
 
 // listProcs lists the names in /proc, from the pid minPID on when it is

@@ -133,7 +133,7 @@ type LockInfo struct {
 }
 
 // appendJSON appends the holder as json.Marshal writes it, without its
-// reflection (50 µs of every run's start).
+// reflection, which every run's start would pay.
 func (li LockInfo) appendJSON(b []byte) []byte {
 	b = append(b, `{"pid":`...)
 	b = strconv.AppendInt(b, int64(li.PID), 10)
@@ -252,6 +252,5 @@ func (l *Lock) Unlock() error {
 func safeName(addr string) string { return safeNameReplacer.Replace(addr) }
 
 // safeNameReplacer is built once: a Replacer builds its tables on first
-// use (tens of µs in a profile of cairn run), and safeName is called
-// several times per phase.
+// use, and safeName is called several times per phase.
 var safeNameReplacer = strings.NewReplacer(`"`, "", "/", "_", `\`, "_", "\x00", "_")

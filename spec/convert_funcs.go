@@ -32,7 +32,7 @@ func makeToFunc(kind string) function.Function {
 			v, err := convert.Convert(args[0], retType)
 			if err == nil && kind == "number" {
 				// Reading a number from text is quick; writing one beyond
-				// the bound out is not (2 s for tonumber("1e-80000")).
+				// the bound out is not (it grows with the exponent).
 				if _, huge := hugeNumberIn(v); huge {
 					return cty.NilVal, function.NewArgErrorf(0, "the exponent of %s is beyond ±%d: cairn does not read numbers this large or this small", displayArg(args[0]), maxExponent)
 				}

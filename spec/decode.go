@@ -232,8 +232,8 @@ type scope struct {
 
 	// fns is the function table of fnsOwner's contexts (file() and env()
 	// are bound to it), and varObj and localObj their var and local
-	// objects: made once, not once per phase instance (a sweep's 100,000
-	// made the table 100,000 times, 0.5 s). A scope copied by value makes
+	// objects: made once, not once per phase instance (a sweep would make
+	// the table once per instance). A scope copied by value makes
 	// its own; vars and locals must not change once a scope has made
 	// them.
 	fns              map[string]function.Function

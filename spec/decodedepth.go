@@ -11,8 +11,8 @@ import (
 
 // maxDecodeNesting bounds the nesting of [ and { in the text yamldecode
 // and jsondecode read. Both decoders take time growing with the square
-// of that depth: 15,000 levels of YAML (30 KB) took seconds, 200,000
-// (400 KB) over a minute; 10,000 of JSON over a second.
+// of that depth: a few hundred KB of nested brackets would stall a run
+// for minutes.
 const maxDecodeNesting = 1000
 
 // yamlDecodeFunc and jsonDecodeFunc are go-cty's yamldecode and

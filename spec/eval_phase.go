@@ -105,8 +105,8 @@ func evalForEachExpr(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]ea
 // toSetOfStrings gives the instances of for_each = toset(X), where X is a
 // list or tuple of known strings, as toset would give them (each string
 // once) without making the set: cty sorts a set's elements, with a slow
-// comparison, every time the set is iterated (2.3 s of the 7 s a sweep of
-// 100,000 keys took to load), and instances are sorted by key here
+// comparison, every time the set is iterated (a large part of loading a
+// sweep of 100,000 keys), and instances are sorted by key here
 // anyway. X = flatten(Y), the usual way to write a sweep over several
 // axes, is flattened here too, in one walk: cty's flatten walks Y twice
 // (once for its result's type) and checks it for marks deeply. Anything

@@ -11,8 +11,8 @@ import (
 	"github.com/cairn-run/cairn/internal/cores"
 )
 
-// The memo file is binary (package binenc): gob, which it used first,
-// spent 15 ms decoding a spec of 1,000 phases, most of a no-op run's
+// The memo file is binary (package binenc), not gob: decoding it is on
+// every no-op run's start, and gob's reflection would be most of that
 // start. Every field of the model is written explicitly; the test
 // TestMemoCodecCoversEveryField fills every field of every type by
 // reflection and fails if one does not survive a round trip, so a field

@@ -13,8 +13,8 @@ import (
 
 // HCL evaluates `format("%06d", a * 1000 + b) if a * 1000 + b < n` with
 // cty numbers, which are big.Floats, every operator a cty function call
-// with its type checks, marks and refinements: about 10 µs an element,
-// most of a sweep's first plan. quickFor evaluates the for expressions
+// with its type checks, marks and refinements: for a large sweep, most
+// of its first plan. quickFor evaluates the for expressions
 // of a sweep's keys with plain Go values instead, for the part of the
 // language where that gives exactly HCL's result:
 //

@@ -10,14 +10,14 @@ import (
 )
 
 // Parsing a large spec is most of a first run's start: HCL lexes and
-// parses a generated spec of 1,000 phases (400 KB) in about 100 ms, on one
-// core, before any phase can start. A spec is a sequence of top-level
-// blocks, each parsed on its own, so parseSplit cuts the source between
-// top-level blocks and parses the pieces side by side, then joins their
-// blocks into one body. The result is the file the whole-source parse
-// gives (TestParseSplitMatchesWhole, FuzzParseSplit); whenever that is not
-// certain (a piece with any diagnostic, an attribute in two pieces) the
-// whole source is parsed instead, so errors are always the whole parse's.
+// parses it on one core, before any phase can start. A spec is a sequence
+// of top-level blocks, each parsed on its own, so parseSplit cuts the
+// source between top-level blocks and parses the pieces side by side, then
+// joins their blocks into one body. The result is the file the
+// whole-source parse gives (TestParseSplitMatchesWhole, FuzzParseSplit);
+// whenever that is not certain (a piece with any diagnostic, an attribute
+// in two pieces) the whole source is parsed instead, so errors are always
+// the whole parse's.
 
 // splitMin is the source size below which splitting is not worth it.
 var splitMin = 64 << 10 // a variable: tests split small sources

@@ -72,8 +72,8 @@ func (g *globals) looseSpec() *spec.Spec {
 	if err != nil {
 		return nil
 	}
-	// The spec's memo when it is good for these options (a 1,000-phase
-	// spec took cairn logs 0.1 s to parse for its cache settings); never
+	// The spec's memo when it is good for these options (parsing a large
+	// spec only for its cache settings would dwarf the command); never
 	// written from here, so that a load with other options cannot
 	// replace the memo a run made.
 	if sp := spec.LoadMemo(g.File, opts, specMemoPath(g.File)); sp != nil {

@@ -34,8 +34,9 @@ const (
 )
 
 // tuneGC applies that policy, unless the user chose GOGC or GOMEMLIMIT.
-// It also turns off heap profiling (its buckets cost a large spec's run
-// 1.5 MB) unless CAIRN_MEMPROFILE asks for a profile.
+// It also turns off heap profiling (its buckets cost memory for every
+// allocation site a large spec's run reaches) unless CAIRN_MEMPROFILE asks
+// for a profile.
 func tuneGC() {
 	if os.Getenv("CAIRN_MEMPROFILE") == "" {
 		runtime.MemProfileRate = 0
@@ -93,9 +94,9 @@ func watchGC(f func(live, goal uint64) bool) {
 // goal of the next one. Not runtime.MemStats' HeapAlloc: the finalizer
 // that asks may run long after the collection, when a busy process has
 // allocated tens of MiB of new garbage, and taking that for live heap
-// handed a large load over to GOGC=100 while its live heap was 6 MiB.
-// (Package runtime/metrics costs 50 µs at its first read, paid only by
-// a process that collects.)
+// would hand a small live heap the policy of a large one. (Package
+// runtime/metrics has a cost at its first read, paid only by a process
+// that collects.)
 func gcHeap() (live, goal uint64) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/heap/goal:bytes"}}
 	metrics.Read(s)

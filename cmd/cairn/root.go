@@ -130,8 +130,8 @@ func Main() int {
 	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	g.early = earlyMemories(os.Args[1:])
 	// Signals are set up on another core while the command tree is
-	// built (it starts the runtime's signal thread: 0.2 ms), and are in
-	// place before the command runs.
+	// built (it starts the runtime's signal thread, which a no-op run
+	// would otherwise wait for), and are in place before the command runs.
 	sigs := make(chan os.Signal, 4)
 	defer signal.Stop(sigs)
 	sigReady := make(chan struct{})

@@ -3,14 +3,13 @@
 // the goroutines that wait in system calls.
 //
 // A goroutine blocked in a system call keeps its P until the runtime's
-// monitor takes it back, which takes from 20 µs to 10 ms; a fork keeps it
+// monitor takes it back, which can take milliseconds; a fork keeps it
 // until the child has called exec. With one P per core, the goroutines
 // that wait for a phase's command to exit (waitid) and those starting the
 // next one (vfork) hold every P while the scheduler goroutine, ready to
-// hand a freed job slot on, waits for one: a cold run of 1,000 tiny phases
-// at -j 2 (bench size M) kept each slot empty for 0.9 ms on average
-// between one command's exit and the next command's start (a quarter of
-// the time a slot was held); with two more Ps, 0.15 ms.
+// hand a freed job slot on, waits for one: with many tiny phases a freed
+// slot would stay empty for a good part of the time it is held. Two more
+// Ps let the scheduler hand it on at once.
 package cores
 
 import (
