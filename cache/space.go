@@ -50,7 +50,9 @@ func FreeSpace(dir string) int64 {
 	return int64(st.Bavail) * int64(st.Bsize)
 }
 
-// FormatBytes renders a size in bytes as 1.5 MiB, 812 KiB or 37 B.
+// FormatBytes renders a size in bytes with a binary unit and one decimal
+// (37 B, 812.0 KiB, 1.5 MiB), as the cache commands and the free-space
+// errors print it.
 func FormatBytes(n int64) string {
 	const unit = 1024
 	if n < unit {

@@ -242,18 +242,18 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 				mode = "shared with its group"
 			}
 			fmt.Fprintf(out, "cache       %s (%s)\n", st.Root, mode)
-			fmt.Fprintf(out, "entries     %d (%s)\n", st.Entries, humanBytes(st.EntryBytes))
-			fmt.Fprintf(out, "blobs       %d (%s on disk, %d compressed)\n", st.Blobs, humanBytes(st.BlobBytes), st.CompressedBlobs)
+			fmt.Fprintf(out, "entries     %d (%s)\n", st.Entries, cache.FormatBytes(st.EntryBytes))
+			fmt.Fprintf(out, "blobs       %d (%s on disk, %d compressed)\n", st.Blobs, cache.FormatBytes(st.BlobBytes), st.CompressedBlobs)
 			if st.CompressionRatio > 0 {
-				fmt.Fprintf(out, "compression %.2f× (%s of content", st.CompressionRatio, humanBytes(st.UncompressedBytes))
+				fmt.Fprintf(out, "compression %.2f× (%s of content", st.CompressionRatio, cache.FormatBytes(st.UncompressedBytes))
 				if st.UnknownSizeBlobs > 0 {
 					fmt.Fprintf(out, "; %d large compressed blobs not counted", st.UnknownSizeBlobs)
 				}
 				fmt.Fprintln(out, ")")
 			}
-			fmt.Fprintf(out, "total       %s\n", humanBytes(st.Bytes))
+			fmt.Fprintf(out, "total       %s\n", cache.FormatBytes(st.Bytes))
 			if st.TempFiles > 0 || st.Quarantined > 0 {
-				fmt.Fprintf(out, "other       %d temp files (%s), %d quarantined (%s)\n", st.TempFiles, humanBytes(st.TempBytes), st.Quarantined, humanBytes(st.QuarantineBytes))
+				fmt.Fprintf(out, "other       %d temp files (%s), %d quarantined (%s)\n", st.TempFiles, cache.FormatBytes(st.TempBytes), st.Quarantined, cache.FormatBytes(st.QuarantineBytes))
 			}
 			if len(st.Sessions) > 0 {
 				fmt.Fprintf(out, "hit rate    %.0f%% over the last %s (%d hits, %d misses, %d stored)\n",
@@ -321,7 +321,7 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 					mbps = float64(rep.ReadBytes) / 1e6 / s
 				}
 				fmt.Fprintf(out, "verified %s (%d read) and %s, %s in %s (%.0f MB/s): %s\n",
-					plural(rep.Blobs, "blob"), rep.BlobsRead, plural(rep.Entries, "entry"), humanBytes(rep.Bytes),
+					plural(rep.Blobs, "blob"), rep.BlobsRead, plural(rep.Entries, "entry"), cache.FormatBytes(rep.Bytes),
 					rep.Elapsed.Round(time.Millisecond), mbps, verdict(rep))
 			}
 			if code := rep.ExitCode(); code != 0 {
@@ -412,7 +412,7 @@ would go.`,
 			}
 			if dry {
 				for _, it := range rep.Removed {
-					fmt.Fprintf(out, "would remove %s %s (%s, %s, last used %s)\n", it.Kind, shortID(it.ID), humanBytes(it.Size), it.Reason, it.LastUse.Local().Format("2006-01-02 15:04"))
+					fmt.Fprintf(out, "would remove %s %s (%s, %s, last used %s)\n", it.Kind, shortID(it.ID), cache.FormatBytes(it.Size), it.Reason, it.LastUse.Local().Format("2006-01-02 15:04"))
 				}
 			}
 			verb := "removed"
@@ -420,8 +420,8 @@ would go.`,
 				verb = "would remove"
 			}
 			fmt.Fprintf(out, "gc %s %s and %s (%s), %d temp files; %s → %s; kept %s (%d in use by running runs)\n",
-				verb, plural(rep.EntriesRemoved, "entry"), plural(rep.BlobsRemoved, "blob"), humanBytes(rep.BytesRemoved), rep.TempRemoved,
-				humanBytes(rep.BytesBefore), humanBytes(rep.BytesAfter), plural(rep.EntriesKept, "entry"), rep.Protected)
+				verb, plural(rep.EntriesRemoved, "entry"), plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.TempRemoved,
+				cache.FormatBytes(rep.BytesBefore), cache.FormatBytes(rep.BytesAfter), plural(rep.EntriesKept, "entry"), rep.Protected)
 			for _, w := range rep.Warnings {
 				g.warn("gc: " + w)
 			}
@@ -502,18 +502,4 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not an age: write it like 30d, 12h or 1w", s)
 	}
 	return total, nil
-}
-
-// humanBytes renders a byte count with a binary unit: 512 B, 1.5 KiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
