@@ -141,52 +141,19 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	e.removeStaleTemps()
 	prevJobs := e.staleJobs()
 	e.recoverStaleRun()
-	// The session tells cairn cache gc what this run uses, and cairn cache
-	// stats how often it hit; it is advisory, so a failure only warns.
-	if s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root); err == nil {
-		e.session = s
+	if s := e.startSession(runID); s != nil {
 		defer func() { s.Close(); e.session = nil }()
-	} else {
-		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
 	}
-
 	var spentBefore runrec.Spend
 	if opts.ResumeOf != "" {
-		prev, err := runrec.ReadState(e.ws.Records().StatePath(opts.ResumeOf))
-		if err != nil {
-			return nil, fmt.Errorf("resume %s: %w", opts.ResumeOf, err)
+		if spentBefore, prevJobs, err = e.resumeFrom(opts.ResumeOf, sel); err != nil {
+			return nil, err
 		}
-		spentBefore = e.ws.Records().RecordedSpend(prev)
-		prevJobs = interruptedJobs(prev.Phases)
-		sel.unforceFinished(prev.Phases)
 	}
 	// cairn stop --cancel ends running phases as a second Ctrl-C does.
 	ctx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-
-	r := &runner{
-		e:       e,
-		opts:    opts,
-		runID:   runID,
-		sel:     sel,
-		trees:   map[string][]cache.OutputFile{},
-		results: make(chan phaseResult),
-		stopCh:  make(chan struct{}),
-		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
-
-		prevJobs:  prevJobs,
-		cancelRun: cancelRun,
-		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
-	}
-	if opts.RetryBackoff > 0 {
-		r.backoff = opts.RetryBackoff
-	} else {
-		r.backoff = time.Second
-	}
-	// The run's directory is made with its first record (see stateFile)
-	// or its first executing phase (runDirs), so a cairn killed before
-	// either leaves no empty directory behind.
-	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
+	r := e.newRunner(opts, runID, sel, prevJobs, cancelRun)
 	// Its logs/, params/ and reports/ are made when the first phase
 	// executes (runDirs), and the file naming the run in progress with
 	// its first record (see markCurrent): a run that finds everything
@@ -196,37 +163,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			os.Remove(e.ws.currentFile())
 		}
 	}()
-	r.binDir = e.linkSelf()
-
-	host, _ := os.Hostname()
-	req := opts.Request
-	req.Targets = append([]string{}, req.Targets...)
-	st := &runrec.RunState{
-		SchemaVersion: runrec.StateSchemaVersion,
-		RunID:         runID,
-		Spec:          filepath.Base(e.spec.File),
-		SpecHash:      e.spec.Hash,
-		Request:       req,
-		ResumeOf:      opts.ResumeOf,
-		MaxCost:       e.spec.Experiment.Budget.MaxCost,
-		SpentBefore:   spentBefore,
-		Host:          host,
-		PID:           os.Getpid(),
-		Started:       start.UTC(),
-		Heartbeat:     start.UTC(),
-		Status:        runrec.RunRunning,
-		Phases:        map[string]*runrec.PhaseState{},
-	}
-	var selected []string
-	for _, p := range e.spec.Phases {
-		if sel.has(p.Addr) {
-			st.Phases[p.Addr] = &runrec.PhaseState{Status: runrec.StatusPending, Params: e.stateParams(p)}
-			selected = append(selected, p.Addr)
-		}
-	}
-	r.state = newStateFile(e.ws.Records().StatePath(runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
-	r.ledger = spentBefore
-	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
+	r.begin(start, spentBefore)
 
 	// cairn's own long steps (hashing inputs, restoring outputs,
 	// downloading from the remote) stop at the first interrupt or stop
@@ -249,40 +186,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	defer close(watchDone)
 	go r.watchStop(watchDone)
 
-	// Phases outside an --only selection are satisfied from the workspace
-	// or the cache before anything starts.
-	if len(sel.outside) > 0 {
-		err := r.state.ready() // outputs may be restored
-		var trees map[string][]cache.OutputFile
-		if err == nil {
-			trees, err = e.satisfyOutside(sel, true)
-		}
-		if err != nil && r.interrupted(err) {
-			// Nothing starts; the run ends stopped below.
-			err = nil
-		} else if err != nil {
-			r.state.update(func(st *runrec.RunState) {
-				st.Status = runrec.RunFailed
-				for _, ps := range st.Phases {
-					ps.Status = runrec.StatusSkipped
-					ps.Error = "not started: --only needs outputs that are missing"
-				}
-			})
-			_ = r.state.Close()
-			return nil, err
-		}
-		for a, t := range trees {
-			r.trees[a] = t
-		}
+	if err := r.satisfyOutside(); err != nil {
+		return nil, err
 	}
-
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = e.spec.Experiment.Concurrency
-	}
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
+	jobs := e.jobs(opts.Jobs)
 	r.storeSem = make(chan struct{}, jobs)
 	r.prepareTemporary()
 	r.schedule(ctx, jobs)
@@ -290,50 +197,147 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		f.Flush()
 	}
 	r.ckpts.cleanup()
+	return r.end(ctx, start)
+}
 
+// startSession tells cairn cache gc what this run uses, and cairn cache
+// stats how often it hit; it is advisory, so a failure only warns (and
+// returns nil).
+func (e *Engine) startSession(runID string) *cache.Session {
+	s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root)
+	if err != nil {
+		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
+		return nil
+	}
+	e.session = s
+	return s
+}
+
+// resumeFrom reads the run a resumed run continues: what it spent, which
+// of its phases' remote jobs may still be queued or running, and which of
+// its forced phases finished (they are not forced again).
+func (e *Engine) resumeFrom(runID string, sel *selection) (runrec.Spend, map[string]*runrec.PhaseState, error) {
+	prev, err := runrec.ReadState(e.ws.Records().StatePath(runID))
+	if err != nil {
+		return runrec.Spend{}, nil, fmt.Errorf("resume %s: %w", runID, err)
+	}
+	sel.unforceFinished(prev.Phases)
+	return e.ws.Records().RecordedSpend(prev), interruptedJobs(prev.Phases), nil
+}
+
+func (e *Engine) newRunner(opts RunOptions, runID string, sel *selection, prevJobs map[string]*runrec.PhaseState, cancelRun context.CancelFunc) *runner {
+	r := &runner{
+		e:       e,
+		opts:    opts,
+		runID:   runID,
+		sel:     sel,
+		trees:   map[string][]cache.OutputFile{},
+		results: make(chan phaseResult),
+		stopCh:  make(chan struct{}),
+		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
+
+		prevJobs:  prevJobs,
+		cancelRun: cancelRun,
+		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
+		backoff:   time.Second,
+	}
+	if opts.RetryBackoff > 0 {
+		r.backoff = opts.RetryBackoff
+	}
+	// The run's directory is made with its first record (see stateFile)
+	// or its first executing phase (runDirs), so a cairn killed before
+	// either leaves no empty directory behind.
+	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
+	r.binDir = e.linkSelf()
+	return r
+}
+
+// begin makes the run's record, every selected phase pending, and reports
+// the run's beginning.
+func (r *runner) begin(start time.Time, spentBefore runrec.Spend) {
+	e := r.e
+	host, _ := os.Hostname()
+	req := r.opts.Request
+	req.Targets = append([]string{}, req.Targets...)
+	st := &runrec.RunState{
+		SchemaVersion: runrec.StateSchemaVersion,
+		RunID:         r.runID,
+		Spec:          filepath.Base(e.spec.File),
+		SpecHash:      e.spec.Hash,
+		Request:       req,
+		ResumeOf:      r.opts.ResumeOf,
+		MaxCost:       e.spec.Experiment.Budget.MaxCost,
+		SpentBefore:   spentBefore,
+		Host:          host,
+		PID:           os.Getpid(),
+		Started:       start.UTC(),
+		Heartbeat:     start.UTC(),
+		Status:        runrec.RunRunning,
+		Phases:        map[string]*runrec.PhaseState{},
+	}
+	var selected []string
+	for _, p := range e.spec.Phases {
+		if r.sel.has(p.Addr) {
+			st.Phases[p.Addr] = &runrec.PhaseState{Status: runrec.StatusPending, Params: e.stateParams(p)}
+			selected = append(selected, p.Addr)
+		}
+	}
+	r.state = newStateFile(e.ws.Records().StatePath(r.runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
+	r.ledger = spentBefore
+	e.rep.Report(Event{Kind: EventBegin, Message: r.runID, Phases: selected, Time: start})
+}
+
+// satisfyOutside satisfies the phases outside an --only selection from
+// the workspace or the cache before anything starts. An error fails the
+// run, every phase skipped; an interrupt meanwhile lets it end stopped.
+func (r *runner) satisfyOutside() error {
+	if len(r.sel.outside) == 0 {
+		return nil
+	}
+	err := r.state.ready() // outputs may be restored
+	var trees map[string][]cache.OutputFile
+	if err == nil {
+		trees, err = r.e.satisfyOutside(r.sel, true)
+	}
+	if err != nil && r.interrupted(err) {
+		// Nothing starts; the run ends stopped.
+		return nil
+	} else if err != nil {
+		r.state.update(func(st *runrec.RunState) {
+			st.Status = runrec.RunFailed
+			for _, ps := range st.Phases {
+				ps.Status = runrec.StatusSkipped
+				ps.Error = "not started: --only needs outputs that are missing"
+			}
+		})
+		_ = r.state.Close()
+		return err
+	}
+	for a, t := range trees {
+		r.trees[a] = t
+	}
+	return nil
+}
+
+// jobs is how many phases may hold a job slot at once: -j, else the
+// spec's concurrency, else the number of CPUs.
+func (e *Engine) jobs(requested int) int {
+	if requested > 0 {
+		return requested
+	}
+	if c := e.spec.Experiment.Concurrency; c > 0 {
+		return c
+	}
+	return runtime.NumCPU()
+}
+
+// end records how the run ended, saves the workspace memories and
+// returns the run's result.
+func (r *runner) end(ctx context.Context, start time.Time) (*RunResult, error) {
+	e := r.e
 	end := e.now()
 	reason := r.stopReason()
-	var status string
-	r.state.update(func(st *runrec.RunState) {
-		t := end.UTC()
-		st.Ended = &t
-		st.Heartbeat = t
-		unfinished := false
-		for _, ps := range st.Phases {
-			switch ps.Status {
-			case runrec.StatusPending:
-				unfinished = true
-				ps.Status = runrec.StatusSkipped
-				switch reason {
-				case StopBudget:
-					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", runrec.FormatCost(*st.MaxCost))
-					r.res.BudgetSkipped++
-				case "":
-					ps.Error = "not started: the run ended after a failure"
-				default:
-					ps.Error = "not started: the run was stopped (" + reason + ")"
-				}
-			case runrec.StatusStopped:
-				unfinished = true
-			}
-		}
-		switch {
-		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
-			status = runrec.RunStopped
-		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
-			status = runrec.RunFailed
-		default:
-			status = runrec.RunSucceeded
-		}
-		st.Status = status
-		if status == runrec.RunSucceeded {
-			st.StopReason = ""
-		}
-		for _, ps := range st.Phases {
-			r.res.Counts[ps.Status]++
-		}
-		r.res.Spent = st.Total()
-	})
+	status := r.recordEnd(ctx, end, reason)
 	var errs []error
 	if err := r.state.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("save the run record: %w; cairn status shows what was saved before, and cairn resume continues the run once this is fixed", err))
@@ -353,6 +357,59 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	r.res.Duration = end.Sub(start)
 	return r.res, errors.Join(errs...)
+}
+
+// recordEnd skips the phases never started, says why, and records and
+// returns the run's status.
+func (r *runner) recordEnd(ctx context.Context, end time.Time, reason string) string {
+	var status string
+	r.state.update(func(st *runrec.RunState) {
+		t := end.UTC()
+		st.Ended = &t
+		st.Heartbeat = t
+		unfinished := r.skipUnstarted(st, reason)
+		switch {
+		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
+			status = runrec.RunStopped
+		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
+			status = runrec.RunFailed
+		default:
+			status = runrec.RunSucceeded
+		}
+		st.Status = status
+		if status == runrec.RunSucceeded {
+			st.StopReason = ""
+		}
+		for _, ps := range st.Phases {
+			r.res.Counts[ps.Status]++
+		}
+		r.res.Spent = st.Total()
+	})
+	return status
+}
+
+// skipUnstarted marks the phases still pending skipped, saying why they
+// did not start, and reports whether any phase did not finish.
+func (r *runner) skipUnstarted(st *runrec.RunState, reason string) (unfinished bool) {
+	for _, ps := range st.Phases {
+		switch ps.Status {
+		case runrec.StatusPending:
+			unfinished = true
+			ps.Status = runrec.StatusSkipped
+			switch reason {
+			case StopBudget:
+				ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", runrec.FormatCost(*st.MaxCost))
+				r.res.BudgetSkipped++
+			case "":
+				ps.Error = "not started: the run ended after a failure"
+			default:
+				ps.Error = "not started: the run was stopped (" + reason + ")"
+			}
+		case runrec.StatusStopped:
+			unfinished = true
+		}
+	}
+	return unfinished
 }
 
 // watchStop turns the caller's Stop channel and a stop file in the run's
