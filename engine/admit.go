@@ -29,8 +29,8 @@ import (
 // by the spec's validation: it could never start).
 type admission struct {
 	jobs   int
-	window int                              // phases that may decide ahead of a slot
-	units  func(addr string) map[string]int // a phase's pool units
+	window int    // phases that may decide ahead of a slot
+	phases phases // the phases' pool units
 	pools  poolState
 
 	queue    []string        // ready phases not started, in the order they became ready
@@ -51,14 +51,12 @@ type admission struct {
 	order []string        // with -j 1: phases started, not yet done or released, in start order
 	held  map[string]bool // with -j 1: phases done well ahead of one started before them
 
-	starts  []admitted // admit's result, reused
-	answers []answer   // answer's result, reused
+	answers []answer // answer's result, reused
 }
 
-// admitted is a phase admit started: with a job slot, or to decide ahead.
-type admitted struct {
-	addr string
-	slot bool
+// phases gives a phase by its address (*spec.Spec does).
+type phases interface {
+	Phase(addr string) *spec.Phase
 }
 
 // answer is admission's answer to a phase asking for a job slot.
@@ -67,9 +65,12 @@ type answer struct {
 	granted bool
 }
 
-func newAdmission(jobs, window int, pools map[string]*spec.Pool, units func(string) map[string]int) admission {
-	return admission{jobs: jobs, window: window, units: units, pools: newPoolState(pools)}
+func newAdmission(jobs, window int, pools map[string]*spec.Pool, ph phases) admission {
+	return admission{jobs: jobs, window: window, phases: ph, pools: newPoolState(pools)}
 }
+
+// units are a phase's pool units.
+func (a *admission) units(addr string) map[string]int { return a.phases.Phase(addr).Resources }
 
 // ready queues phases that became ready.
 func (a *admission) ready(addrs []string) { a.queue = append(a.queue, addrs...) }
@@ -124,12 +125,10 @@ func (a *admission) answer(open func() bool) []answer {
 	return a.answers
 }
 
-// admit starts ready phases in order, with a slot while one is free and
-// the phase's pools have room, else to decide ahead while fewer than
-// window do; it stops at the first phase open refuses. The result is
-// valid until the next call.
-func (a *admission) admit(open func() bool) []admitted {
-	a.starts = a.starts[:0]
+// admit starts ready phases in order (calls start), with a slot while one
+// is free and the phase's pools have room, else to decide ahead while
+// fewer than window do; it stops at the first phase open refuses.
+func (a *admission) admit(open func() bool, start func(addr string, slot bool)) {
 	for i := 0; i < len(a.queue); {
 		addr := a.queue[i]
 		res := a.units(addr)
@@ -155,9 +154,8 @@ func (a *admission) admit(open func() bool) []admitted {
 			a.deciding = set(a.deciding, addr)
 			a.ahead = append(a.ahead, addr)
 		}
-		a.starts = append(a.starts, admitted{addr, slot})
+		start(addr, slot)
 	}
-	return a.starts
 }
 
 // aheadMayClaim counts the phases deciding ahead, not asking yet, that

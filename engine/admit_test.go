@@ -210,7 +210,7 @@ func TestAdmission(t *testing.T) {
 			for n, size := range tt.pools {
 				pools[n] = &spec.Pool{Size: size}
 			}
-			a := newAdmission(tt.jobs, tt.window, pools, func(addr string) map[string]int { return tt.units[addr] })
+			a := newAdmission(tt.jobs, tt.window, pools, unitsOnly(tt.units))
 			open := true
 			gate := func() bool { return open }
 			var got, want []string
@@ -223,13 +223,13 @@ func TestAdmission(t *testing.T) {
 				case "ready":
 					a.ready(f[1:])
 				case "admit":
-					for _, s := range a.admit(gate) {
-						if s.slot {
-							res = append(res, s.addr)
+					a.admit(gate, func(addr string, slot bool) {
+						if slot {
+							res = append(res, addr)
 						} else {
-							res = append(res, "~"+s.addr)
+							res = append(res, "~"+addr)
 						}
-					}
+					})
 				case "answer":
 					for _, g := range a.answer(gate) {
 						if g.granted {
@@ -280,3 +280,8 @@ func TestAdmission(t *testing.T) {
 		})
 	}
 }
+
+// unitsOnly are phases that have nothing but their pool units.
+type unitsOnly map[string]map[string]int
+
+func (u unitsOnly) Phase(addr string) *spec.Phase { return &spec.Phase{Addr: addr, Resources: u[addr]} }

@@ -46,7 +46,7 @@ func (r *runner) schedule(ctx context.Context, jobs int) {
 		r:       r,
 		ctx:     ctx,
 		plan:    dag.NewPlan(sp.Graph, r.sel.include),
-		adm:     newAdmission(jobs, window, sp.Pools, func(addr string) map[string]int { return sp.Phase(addr).Resources }),
+		adm:     newAdmission(jobs, window, sp.Pools, sp),
 		workers: newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2)),
 	}
 	stopC := (<-chan struct{})(r.stopCh)
@@ -113,21 +113,21 @@ func (s *scheduler) answer() {
 	}
 }
 
-// start starts the ready phases admission admits, each on a worker.
-func (s *scheduler) start() {
+// start starts the ready phases admission admits.
+func (s *scheduler) start() { s.adm.admit(s.mayStart, s.launch) }
+
+// launch runs a phase on a worker; slot says whether it holds a job slot.
+func (s *scheduler) launch(addr string, slot bool) {
 	r, ctx := s.r, s.ctx
-	for _, st := range s.adm.admit(s.mayStart) {
-		addr, slot := st.addr, st.slot
-		s.inflight++
-		s.workers.run(func() phaseResult {
-			ok := r.process(ctx, addr, slot)
-			r.over(addr)
-			r.mu.Lock()
-			notStarted := r.notStarted[addr]
-			r.mu.Unlock()
-			return phaseResult{addr: addr, ok: ok, notStarted: notStarted}
-		})
-	}
+	s.inflight++
+	s.workers.run(func() phaseResult {
+		ok := r.process(ctx, addr, slot)
+		r.over(addr)
+		r.mu.Lock()
+		notStarted := r.notStarted[addr]
+		r.mu.Unlock()
+		return phaseResult{addr: addr, ok: ok, notStarted: notStarted}
+	})
 }
 
 // receive acts on a message from a phase's goroutine.
