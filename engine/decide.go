@@ -58,55 +58,89 @@ func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced 
 // then those of the cached entry found under that key (which hash to it),
 // or, when there is none, computed in full.
 func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) (*Decision, error) {
-	d := &Decision{Phase: p.Addr}
-	began := time.Now().UnixNano() // before any input is stat'ed (the racy rule)
+	d, err := e.decideKeyed(p, up, forced, remembered)
+	if err == errStaleKey {
+		// Never expected: the memory named a key the phase's components
+		// do not give. Decide again without it.
+		e.phaseKeys.forget(p.Addr)
+		return e.decideWith(p, up, forced, false)
+	}
+	return d, err
+}
+
+// keying is a phase's key being made: taken from the phase-key memory, its
+// components computed only when wanted (see full), or computed at once.
+type keying struct {
+	e          *Engine
+	p          *spec.Phase
+	g          *gathered
+	began      int64 // before any input was stat'ed (the racy rule)
+	fp         [32]byte
+	fpOK       bool
+	remembered bool // key came from the memory, comps not yet computed
+	key        cache.ActionID
+	comps      []cache.Component
+}
+
+// start gathers p's inputs and takes its key from the memory when
+// remembered allows it, else computes it in full.
+func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) error {
+	k.e, k.p = e, p
+	k.began = time.Now().UnixNano()
 	g, err := e.gather(p, up)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	k.g = g
 	// The memory saves looking input files up; a phase without any (a
 	// sweep's instance, often) gets nothing from it: its fingerprint costs
 	// what its key does, and a plan of 100,000 new ones spent a fifth of
 	// its deciding on fingerprints and lookups it then computed past.
-	var fp [32]byte
-	fpOK := false
 	if e.phaseKeys != nil && len(g.files) > 0 {
-		fp, fpOK = e.fingerprint(g)
+		k.fp, k.fpOK = e.fingerprint(g)
 	}
-	var comps []cache.Component
-	if remembered && fpOK && !forced && p.Cache {
-		d.key, remembered = e.phaseKeys.lookup(p.Addr, fp)
-	} else {
-		remembered = false
+	if remembered && k.fpOK && !forced && p.Cache {
+		k.key, k.remembered = e.phaseKeys.lookup(p.Addr, k.fp)
 	}
-	// full computes the components (g is used up) and, if the key came
-	// from the memory, checks it against them.
-	full := func() error {
-		if comps != nil {
-			return nil
-		}
-		c, err := e.finishComponents(p, g)
-		if err != nil {
-			return err
-		}
-		comps = c
-		key := cache.ComputeKey(comps)
-		if remembered && key != d.key {
-			return errStaleKey
-		}
-		d.key = key
-		if fpOK && g.calm(began) {
-			e.phaseKeys.record(p.Addr, fp, key)
-		}
+	if !k.remembered {
+		return k.full()
+	}
+	return nil
+}
+
+// full computes the components (g is used up) and, if the key came from
+// the memory, checks it against them: errStaleKey if they differ.
+func (k *keying) full() error {
+	if k.comps != nil {
 		return nil
 	}
-	if !remembered {
-		if err := full(); err != nil {
-			return nil, err
-		}
+	c, err := k.e.finishComponents(k.p, k.g)
+	if err != nil {
+		return err
 	}
+	k.comps = c
+	key := cache.ComputeKey(k.comps)
+	if k.remembered && key != k.key {
+		return errStaleKey
+	}
+	k.key = key
+	if k.fpOK && k.g.calm(k.began) {
+		k.e.phaseKeys.record(k.p.Addr, k.fp, key)
+	}
+	return nil
+}
+
+// decideKeyed is decideWith but for a stale remembered key, which it
+// returns as errStaleKey.
+func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) (*Decision, error) {
+	d := &Decision{Phase: p.Addr}
+	var k keying
+	if err := k.start(e, p, up, forced, remembered); err != nil {
+		return nil, err
+	}
+	d.key = k.key
 	d.Key = d.key.String()
-	d.components = comps
+	d.components = k.comps
 
 	switch {
 	case forced:
@@ -131,19 +165,14 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 	// A miss needs the components: to explain it, and to record them with
 	// the result the phase's run will store.
 	if errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt) || problem != "" {
-		if ferr := full(); ferr == errStaleKey {
-			// Never expected: the memory named a key the phase's
-			// components do not give. Decide again without it.
-			e.phaseKeys.forget(p.Addr)
-			return e.decideWith(p, up, forced, false)
-		} else if ferr != nil {
+		if ferr := k.full(); ferr != nil {
 			return nil, ferr
 		}
-		d.components = comps
+		d.components = k.comps
 	}
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
-		d.Action, d.Reasons = ActionRun, e.explainMiss(p, comps)
+		d.Action, d.Reasons = ActionRun, e.explainMiss(p, k.comps)
 		return d, nil
 	case errors.Is(err, cache.ErrCorrupt):
 		d.warnings = append(d.warnings, fmt.Sprintf("phase %s: cached result is corrupt and was moved aside: %v", p.Addr, err))
@@ -157,6 +186,13 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
 		return d, nil
 	}
+	return e.decideHit(d, p, &k, entry)
+}
+
+// decideHit decides a phase found in the cache: cached, to restore the
+// outputs the workspace lacks, or to run when one of them was temporary
+// when the entry was stored and is no longer.
+func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.Entry) (*Decision, error) {
 	if d.components == nil && !entry.Lean {
 		// The entry's components hash to its key (checked when it was
 		// read), so they are the phase's. A lean entry's are not all
@@ -165,31 +201,13 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		d.components = entry.Components
 	}
 	d.entry = entry
-	var unstored []string // outputs the entry does not hold, the spec not temporary
-	for _, o := range p.Outputs {
-		part := treeOf(entry.Outputs, o.Path)
-		if e.outputMatches(o.Path, part) {
-			continue
-		}
-		switch {
-		case !isTemporary(part):
-			d.restore = append(d.restore, o.Path)
-		case p.IsTemporary(o.Path):
-			d.tempGone = append(d.tempGone, o.Path)
-		default:
-			unstored = append(unstored, o.Path)
-		}
-	}
-	if len(unstored) > 0 {
+	if unstored := e.outputsToRestore(d, p, entry); len(unstored) > 0 {
 		// The output was temporary when the entry was stored and is no
 		// longer: only running the phase gives it back.
-		if ferr := full(); ferr == errStaleKey {
-			e.phaseKeys.forget(p.Addr)
-			return e.decideWith(p, up, forced, false)
-		} else if ferr != nil {
+		if ferr := k.full(); ferr != nil {
 			return nil, ferr
 		}
-		d.components = comps
+		d.components = k.comps
 		d.Action = ActionRun
 		for _, o := range unstored {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("output %s is gone and was temporary when cached", o))
@@ -213,6 +231,28 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 		testHookRestoreDecided(e, p.Addr)
 	}
 	return d, nil
+}
+
+// outputsToRestore compares p's outputs in the workspace with the
+// entry's: it sets d.restore (stored, missing or changed) and d.tempGone
+// (temporary, gone), and returns the outputs the entry does not hold that
+// the spec no longer calls temporary.
+func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase, entry *cache.Entry) (unstored []string) {
+	for _, o := range p.Outputs {
+		part := treeOf(entry.Outputs, o.Path)
+		if e.outputMatches(o.Path, part) {
+			continue
+		}
+		switch {
+		case !isTemporary(part):
+			d.restore = append(d.restore, o.Path)
+		case p.IsTemporary(o.Path):
+			d.tempGone = append(d.tempGone, o.Path)
+		default:
+			unstored = append(unstored, o.Path)
+		}
+	}
+	return unstored
 }
 
 // testHookRestoreDecided, set by tests only, is called when a phase has

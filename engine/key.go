@@ -143,12 +143,24 @@ type inputFile struct {
 // gather expands p's inputs and builds every component but the input
 // files'.
 func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
-	// Every file of a direct upstream phase, by path.
+	// Every file of a direct upstream phase, by path, and those p reads.
 	var upFiles, reads map[string]cache.OutputFile
 	if len(up) > 0 {
 		upFiles = map[string]cache.OutputFile{}
 		reads = map[string]cache.OutputFile{}
 	}
+	upstreamReads(p, up, upFiles, reads)
+	files, err := e.inputFiles(p, upFiles, reads)
+	if err != nil {
+		return nil, err
+	}
+	return &gathered{comps: baseComponents(p, reads, len(files)), argv: p.Command, files: files}, nil
+}
+
+// upstreamReads fills upFiles with every file of p's direct upstream
+// phases, by path, and reads with those p reads through its references to
+// them.
+func upstreamReads(p *spec.Phase, up map[string][]cache.OutputFile, upFiles, reads map[string]cache.OutputFile) {
 	for _, tree := range up {
 		for _, f := range tree {
 			if f.Type != "dir" {
@@ -172,7 +184,13 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 			}
 		}
 	}
+}
 
+// inputFiles expands p's input patterns into the workspace files they
+// name (sorted by path, each once), leaving out cairn's own directory,
+// p's outputs and its upstream phases' files: an upstream file a pattern
+// names is added to reads instead.
+func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.OutputFile) ([]inputFile, error) {
 	own := p.OutputPaths()
 	skip := func(rel string) bool {
 		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
@@ -235,12 +253,16 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 		}
 	}
 	slices.SortStableFunc(files, func(a, b inputFile) int { return strings.Compare(a.rel, b.rel) })
-	files = slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel })
+	return slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel }), nil
+}
 
+// baseComponents returns p's components but the command's and the input
+// files', with room for those of nfiles input files.
+func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int) []cache.Component {
 	// The command's component is added by finishComponents: a phase
 	// whose key is remembered never needs its JSON (the fingerprint
 	// takes the words themselves).
-	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads)+len(files))
+	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads)+nfiles)
 	comps = append(comps, cache.Component{Kind: kindWorkdir, Value: p.Workdir})
 	for k, v := range p.Env {
 		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
@@ -269,7 +291,7 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 	for _, path := range readPaths {
 		comps = append(comps, cache.Component{Kind: kindUpstream, Name: path, Value: outputValue(reads[path])})
 	}
-	return &gathered{comps: comps, argv: p.Command, files: files}, nil
+	return comps
 }
 
 // finishComponents hashes the input files of g (through the memory) and

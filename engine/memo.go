@@ -147,17 +147,8 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 		return nil, err
 	}
 	key := cache.ComputeKey(comps)
-	if e, err := c.GetEntry(key); err == nil {
-		cw := &countingWriter{w: o.Stdout}
-		err := c.CopyEntryBlob(cw, e, e.Stdout)
-		if err == nil {
-			return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: runrec.Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, nil
-		}
-		if cw.n > 0 || !(errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt)) {
-			return nil, fmt.Errorf("replay the recorded output: %w", err)
-		}
-		// The blob was missing, or corrupt and moved aside, and nothing
-		// was replayed: run the command again.
+	if res, replayed, err := replayMemo(c, key, o.Stdout); replayed {
+		return res, err
 	}
 	outPath := filepath.Join(tmpDir, "stdout")
 	outF, err := os.Create(outPath)
@@ -166,7 +157,54 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 	}
 	defer outF.Close()
 	reportPath := filepath.Join(tmpDir, "report.jsonl")
-	parentReport, hasReport := lookupEnv(o.Environ, "CAIRN_REPORT")
+	waitErr, err := runMemoCommand(ctx, &o, stdinF, outF, reportPath)
+	if err != nil {
+		return nil, err
+	}
+	res := &MemoResult{Spend: passReport(o.Environ, reportPath), Key: key}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil:
+	case errors.As(waitErr, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+			return res, nil
+		}
+		res.ExitCode = ee.ExitCode()
+	default:
+		return nil, waitErr
+	}
+	if ctx.Err() != nil {
+		return res, nil
+	}
+	return res, recordMemo(c, &o, comps, res, outF, outPath)
+}
+
+// replayMemo replays the recorded stdout of the call under key, if there
+// is one. replayed is false when the command is to run: no call was
+// recorded, or its stdout was missing, or corrupt and moved aside, and
+// nothing was replayed.
+func replayMemo(c *cache.Dir, key cache.ActionID, stdout io.Writer) (res *MemoResult, replayed bool, err error) {
+	e, err := c.GetEntry(key)
+	if err != nil {
+		return nil, false, nil
+	}
+	cw := &countingWriter{w: stdout}
+	err = c.CopyEntryBlob(cw, e, e.Stdout)
+	if err == nil {
+		return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: runrec.Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, true, nil
+	}
+	if cw.n > 0 || !(errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt)) {
+		return nil, true, fmt.Errorf("replay the recorded output: %w", err)
+	}
+	return nil, false, nil
+}
+
+// runMemoCommand runs the memoised command, its stdout copied to outF, its
+// reports going to reportPath, and returns how it ended (cmd.Wait's
+// error); err says it could not start. Cancelling ctx ends it with
+// SIGTERM.
+func runMemoCommand(ctx context.Context, o *MemoOptions, stdinF, outF *os.File, reportPath string) (waitErr, err error) {
 	env := make([]string, 0, len(o.Environ)+1)
 	for _, kv := range o.Environ {
 		if !strings.HasPrefix(kv, "CAIRN_REPORT=") {
@@ -195,69 +233,64 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 		case <-done:
 		}
 	}()
-	waitErr := cmd.Wait()
+	waitErr = cmd.Wait()
 	close(done)
+	return waitErr, nil
+}
 
-	// Whatever the command reported was spent: pass it on to the phase's
-	// report, whether or not the call is recorded.
+// passReport returns what the command reported it spent, and passes its
+// report on to the phase's (CAIRN_REPORT in environ): whatever the command
+// reported was spent, whether or not the call is recorded.
+func passReport(environ []string, reportPath string) runrec.Spend {
 	report, _ := os.ReadFile(reportPath)
 	spend := runrec.SumReport(report)
-	if len(report) > 0 && hasReport && parentReport != "" {
+	if parent, ok := lookupEnv(environ, "CAIRN_REPORT"); len(report) > 0 && ok && parent != "" {
 		if report[len(report)-1] != '\n' {
 			report = append(report, '\n')
 		}
-		if f, err := os.OpenFile(parentReport, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
+		if f, err := os.OpenFile(parent, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644); err == nil {
 			_, _ = f.Write(report)
 			f.Close()
 		}
 	}
+	return spend
+}
 
-	res := &MemoResult{Spend: spend, Key: key}
-	var ee *exec.ExitError
-	switch {
-	case waitErr == nil:
-	case errors.As(waitErr, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.ExitCode = 128 + int(ws.Signal())
-			return res, nil
-		}
-		res.ExitCode = ee.ExitCode()
-	default:
-		return nil, waitErr
-	}
-	if ctx.Err() != nil {
-		return res, nil
-	}
+// recordMemo records a call that ended (not by a signal, not interrupted)
+// in the cache: its stdout in outF (at outPath), its exit status and
+// spending in res. A stdout that could not be made durable, or that holds
+// a secret, is not recorded.
+func recordMemo(c *cache.Dir, o *MemoOptions, comps []cache.Component, res *MemoResult, outF *os.File, outPath string) error {
 	if err := outF.Sync(); err != nil {
-		return res, nil
+		return nil
 	}
 	// Secrets never reach the cache: an output holding the value of one of
 	// the phase's secret_env variables is passed on but not recorded.
 	if name := leakedSecret(o.Environ, outPath); name != "" {
 		fmt.Fprintf(o.Stderr, "cairn memo: not cached: the output holds the value of secret %s\n", name)
-		return res, nil
+		return nil
 	}
 	outD, _, err := c.PutFile(outPath)
 	if err != nil {
-		return res, fmt.Errorf("record the call in the cache: %w", err)
+		return fmt.Errorf("record the call in the cache: %w", err)
 	}
 	host, _ := os.Hostname()
 	entry := &cache.Entry{
 		Format:     cache.EntryFormat,
-		Key:        key,
+		Key:        res.Key,
 		Phase:      "memo",
 		Components: comps,
 		ExitCode:   res.ExitCode,
 		Stdout:     outD,
-		Cost:       spend.Cost,
-		Iterations: spend.Iterations,
+		Cost:       res.Spend.Cost,
+		Iterations: res.Spend.Iterations,
 		Created:    time.Now().UTC(),
 		Host:       host,
 	}
 	if err := c.PutEntry(entry); err != nil {
-		return res, fmt.Errorf("record the call in the cache: %w", err)
+		return fmt.Errorf("record the call in the cache: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // spool copies r to a new file at path while hashing it, and returns the

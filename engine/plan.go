@@ -35,31 +35,63 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 
 // plan is Plan for a resolved selection.
 func (e *Engine) plan(sel *selection) (*PlanResult, error) {
-	forced := sel.forced
 	order, err := e.spec.Graph.TopoOrder()
 	if err != nil {
 		return nil, err
 	}
-	res := &PlanResult{}
 	trees := map[string][]cache.OutputFile{}
 	if len(sel.outside) > 0 {
 		if trees, err = e.satisfyOutside(sel, false); err != nil {
 			return nil, err
 		}
 	}
-	// Phases are decided in waves, each holding the phases whose upstream
-	// phases are all in earlier waves, and a wave's phases are decided
-	// side by side: deciding stats and hashes inputs and looks the key up
-	// in the cache (for a sweep of 100,000 instances, a second on one
-	// core). The decisions keep the topological order.
-	todo := make([]string, 0, len(order))
+	todo, waves := e.waves(sel, order)
+	decisions, err := e.decideWaves(todo, waves, trees, sel.forced)
+	if err != nil {
+		return nil, err
+	}
+	e.settleTemporary(decisions)
+	res := &PlanResult{}
+	for _, d := range decisions {
+		switch d.Action {
+		case ActionRun:
+			res.Run++
+		case ActionCached:
+			res.Cached++
+		case ActionRestore:
+			res.Restore++
+		}
+	}
+	if len(decisions) > 0 {
+		res.Decisions = decisions
+	}
+	// Remember the digests hashed while planning, so the run that follows
+	// does not read the inputs again. The memory only holds hints checked
+	// against each file's stat, so saving it needs no lock.
+	if err := e.ws.Init(); err == nil {
+		_ = e.mem.Save()
+		e.saveEntryMemo()
+		e.savePhaseKeys()
+	}
+	return res, nil
+}
+
+// waves returns the selected phases in topological order (todo) and their
+// waves, each holding the indices in todo of the phases whose upstream
+// phases are all in earlier waves, ascending.
+//
+// A wave's phases are decided side by side: deciding stats and hashes
+// inputs and looks the key up in the cache (for a sweep of 100,000
+// instances, a second on one core). The decisions keep the topological
+// order.
+func (e *Engine) waves(sel *selection, order []string) (todo []string, waves [][]int) {
+	todo = make([]string, 0, len(order))
 	for _, addr := range order {
 		if sel.has(addr) {
 			todo = append(todo, addr)
 		}
 	}
 	waveOf := make(map[string]int, len(todo))
-	var waves [][]int // indices into todo
 	for i, addr := range todo {
 		w := 0
 		for _, up := range e.spec.Graph.Upstream(addr) {
@@ -73,6 +105,13 @@ func (e *Engine) plan(sel *selection) (*PlanResult, error) {
 		}
 		waves[w] = append(waves[w], i)
 	}
+	return todo, waves
+}
+
+// decideWaves decides the phases of todo wave by wave (see waves). trees
+// holds the outputs of the phases decided cached or restored, and grows
+// with each wave.
+func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]cache.OutputFile, forced map[string]bool) ([]*Decision, error) {
 	decisions := make([]*Decision, len(todo))
 	errs := make([]error, len(todo))
 	willRun := map[string]bool{}
@@ -119,29 +158,7 @@ func (e *Engine) plan(sel *selection) (*PlanResult, error) {
 	if stop < len(todo) {
 		return nil, errs[stop]
 	}
-	e.settleTemporary(decisions)
-	for _, d := range decisions {
-		switch d.Action {
-		case ActionRun:
-			res.Run++
-		case ActionCached:
-			res.Cached++
-		case ActionRestore:
-			res.Restore++
-		}
-	}
-	if len(decisions) > 0 {
-		res.Decisions = decisions
-	}
-	// Remember the digests hashed while planning, so the run that follows
-	// does not read the inputs again. The memory only holds hints checked
-	// against each file's stat, so saving it needs no lock.
-	if err := e.ws.Init(); err == nil {
-		_ = e.mem.Save()
-		e.saveEntryMemo()
-		e.savePhaseKeys()
-	}
-	return res, nil
+	return decisions, nil
 }
 
 // planPhase decides addr for Plan: to run when an upstream phase will

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -19,10 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/runrec"
-	"github.com/cairn-run/cairn/spec"
 )
 
 // RunOptions select and shape a run.
@@ -145,52 +141,19 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	e.removeStaleTemps()
 	prevJobs := e.staleJobs()
 	e.recoverStaleRun()
-	// The session tells cairn cache gc what this run uses, and cairn cache
-	// stats how often it hit; it is advisory, so a failure only warns.
-	if s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root); err == nil {
-		e.session = s
+	if s := e.startSession(runID); s != nil {
 		defer func() { s.Close(); e.session = nil }()
-	} else {
-		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
 	}
-
 	var spentBefore runrec.Spend
 	if opts.ResumeOf != "" {
-		prev, err := runrec.ReadState(e.ws.Records().StatePath(opts.ResumeOf))
-		if err != nil {
-			return nil, fmt.Errorf("resume %s: %w", opts.ResumeOf, err)
+		if spentBefore, prevJobs, err = e.resumeFrom(opts.ResumeOf, sel); err != nil {
+			return nil, err
 		}
-		spentBefore = e.ws.Records().RecordedSpend(prev)
-		prevJobs = interruptedJobs(prev.Phases)
-		sel.unforceFinished(prev.Phases)
 	}
 	// cairn stop --cancel ends running phases as a second Ctrl-C does.
 	ctx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
-
-	r := &runner{
-		e:       e,
-		opts:    opts,
-		runID:   runID,
-		sel:     sel,
-		trees:   map[string][]cache.OutputFile{},
-		results: make(chan phaseResult),
-		stopCh:  make(chan struct{}),
-		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
-
-		prevJobs:  prevJobs,
-		cancelRun: cancelRun,
-		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
-	}
-	if opts.RetryBackoff > 0 {
-		r.backoff = opts.RetryBackoff
-	} else {
-		r.backoff = time.Second
-	}
-	// The run's directory is made with its first record (see stateFile)
-	// or its first executing phase (runDirs), so a cairn killed before
-	// either leaves no empty directory behind.
-	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
+	r := e.newRunner(opts, runID, sel, prevJobs, cancelRun)
 	// Its logs/, params/ and reports/ are made when the first phase
 	// executes (runDirs), and the file naming the run in progress with
 	// its first record (see markCurrent): a run that finds everything
@@ -200,37 +163,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 			os.Remove(e.ws.currentFile())
 		}
 	}()
-	r.binDir = e.linkSelf()
-
-	host, _ := os.Hostname()
-	req := opts.Request
-	req.Targets = append([]string{}, req.Targets...)
-	st := &runrec.RunState{
-		SchemaVersion: runrec.StateSchemaVersion,
-		RunID:         runID,
-		Spec:          filepath.Base(e.spec.File),
-		SpecHash:      e.spec.Hash,
-		Request:       req,
-		ResumeOf:      opts.ResumeOf,
-		MaxCost:       e.spec.Experiment.Budget.MaxCost,
-		SpentBefore:   spentBefore,
-		Host:          host,
-		PID:           os.Getpid(),
-		Started:       start.UTC(),
-		Heartbeat:     start.UTC(),
-		Status:        runrec.RunRunning,
-		Phases:        map[string]*runrec.PhaseState{},
-	}
-	var selected []string
-	for _, p := range e.spec.Phases {
-		if sel.has(p.Addr) {
-			st.Phases[p.Addr] = &runrec.PhaseState{Status: runrec.StatusPending, Params: e.stateParams(p)}
-			selected = append(selected, p.Addr)
-		}
-	}
-	r.state = newStateFile(e.ws.Records().StatePath(runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
-	r.ledger = spentBefore
-	e.rep.Report(Event{Kind: EventBegin, Message: runID, Phases: selected, Time: start})
+	r.begin(start, spentBefore)
 
 	// cairn's own long steps (hashing inputs, restoring outputs,
 	// downloading from the remote) stop at the first interrupt or stop
@@ -253,40 +186,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	defer close(watchDone)
 	go r.watchStop(watchDone)
 
-	// Phases outside an --only selection are satisfied from the workspace
-	// or the cache before anything starts.
-	if len(sel.outside) > 0 {
-		err := r.state.ready() // outputs may be restored
-		var trees map[string][]cache.OutputFile
-		if err == nil {
-			trees, err = e.satisfyOutside(sel, true)
-		}
-		if err != nil && r.interrupted(err) {
-			// Nothing starts; the run ends stopped below.
-			err = nil
-		} else if err != nil {
-			r.state.update(func(st *runrec.RunState) {
-				st.Status = runrec.RunFailed
-				for _, ps := range st.Phases {
-					ps.Status = runrec.StatusSkipped
-					ps.Error = "not started: --only needs outputs that are missing"
-				}
-			})
-			_ = r.state.Close()
-			return nil, err
-		}
-		for a, t := range trees {
-			r.trees[a] = t
-		}
+	if err := r.satisfyOutside(); err != nil {
+		return nil, err
 	}
-
-	jobs := opts.Jobs
-	if jobs <= 0 {
-		jobs = e.spec.Experiment.Concurrency
-	}
-	if jobs <= 0 {
-		jobs = runtime.NumCPU()
-	}
+	jobs := e.jobs(opts.Jobs)
 	r.storeSem = make(chan struct{}, jobs)
 	r.prepareTemporary()
 	r.schedule(ctx, jobs)
@@ -294,50 +197,147 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		f.Flush()
 	}
 	r.ckpts.cleanup()
+	return r.end(ctx, start)
+}
 
+// startSession tells cairn cache gc what this run uses, and cairn cache
+// stats how often it hit; it is advisory, so a failure only warns (and
+// returns nil).
+func (e *Engine) startSession(runID string) *cache.Session {
+	s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root)
+	if err != nil {
+		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
+		return nil
+	}
+	e.session = s
+	return s
+}
+
+// resumeFrom reads the run a resumed run continues: what it spent, which
+// of its phases' remote jobs may still be queued or running, and which of
+// its forced phases finished (they are not forced again).
+func (e *Engine) resumeFrom(runID string, sel *selection) (runrec.Spend, map[string]*runrec.PhaseState, error) {
+	prev, err := runrec.ReadState(e.ws.Records().StatePath(runID))
+	if err != nil {
+		return runrec.Spend{}, nil, fmt.Errorf("resume %s: %w", runID, err)
+	}
+	sel.unforceFinished(prev.Phases)
+	return e.ws.Records().RecordedSpend(prev), interruptedJobs(prev.Phases), nil
+}
+
+func (e *Engine) newRunner(opts RunOptions, runID string, sel *selection, prevJobs map[string]*runrec.PhaseState, cancelRun context.CancelFunc) *runner {
+	r := &runner{
+		e:       e,
+		opts:    opts,
+		runID:   runID,
+		sel:     sel,
+		trees:   map[string][]cache.OutputFile{},
+		results: make(chan phaseResult),
+		stopCh:  make(chan struct{}),
+		res:     &RunResult{RunID: runID, Counts: map[string]int{}, Failures: map[string]error{}},
+
+		prevJobs:  prevJobs,
+		cancelRun: cancelRun,
+		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
+		backoff:   time.Second,
+	}
+	if opts.RetryBackoff > 0 {
+		r.backoff = opts.RetryBackoff
+	}
+	// The run's directory is made with its first record (see stateFile)
+	// or its first executing phase (runDirs), so a cairn killed before
+	// either leaves no empty directory behind.
+	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
+	r.binDir = e.linkSelf()
+	return r
+}
+
+// begin makes the run's record, every selected phase pending, and reports
+// the run's beginning.
+func (r *runner) begin(start time.Time, spentBefore runrec.Spend) {
+	e := r.e
+	host, _ := os.Hostname()
+	req := r.opts.Request
+	req.Targets = append([]string{}, req.Targets...)
+	st := &runrec.RunState{
+		SchemaVersion: runrec.StateSchemaVersion,
+		RunID:         r.runID,
+		Spec:          filepath.Base(e.spec.File),
+		SpecHash:      e.spec.Hash,
+		Request:       req,
+		ResumeOf:      r.opts.ResumeOf,
+		MaxCost:       e.spec.Experiment.Budget.MaxCost,
+		SpentBefore:   spentBefore,
+		Host:          host,
+		PID:           os.Getpid(),
+		Started:       start.UTC(),
+		Heartbeat:     start.UTC(),
+		Status:        runrec.RunRunning,
+		Phases:        map[string]*runrec.PhaseState{},
+	}
+	var selected []string
+	for _, p := range e.spec.Phases {
+		if r.sel.has(p.Addr) {
+			st.Phases[p.Addr] = &runrec.PhaseState{Status: runrec.StatusPending, Params: e.stateParams(p)}
+			selected = append(selected, p.Addr)
+		}
+	}
+	r.state = newStateFile(e.ws.Records().StatePath(r.runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
+	r.ledger = spentBefore
+	e.rep.Report(Event{Kind: EventBegin, Message: r.runID, Phases: selected, Time: start})
+}
+
+// satisfyOutside satisfies the phases outside an --only selection from
+// the workspace or the cache before anything starts. An error fails the
+// run, every phase skipped; an interrupt meanwhile lets it end stopped.
+func (r *runner) satisfyOutside() error {
+	if len(r.sel.outside) == 0 {
+		return nil
+	}
+	err := r.state.ready() // outputs may be restored
+	var trees map[string][]cache.OutputFile
+	if err == nil {
+		trees, err = r.e.satisfyOutside(r.sel, true)
+	}
+	if err != nil && r.interrupted(err) {
+		// Nothing starts; the run ends stopped.
+		return nil
+	} else if err != nil {
+		r.state.update(func(st *runrec.RunState) {
+			st.Status = runrec.RunFailed
+			for _, ps := range st.Phases {
+				ps.Status = runrec.StatusSkipped
+				ps.Error = "not started: --only needs outputs that are missing"
+			}
+		})
+		_ = r.state.Close()
+		return err
+	}
+	for a, t := range trees {
+		r.trees[a] = t
+	}
+	return nil
+}
+
+// jobs is how many phases may hold a job slot at once: -j, else the
+// spec's concurrency, else the number of CPUs.
+func (e *Engine) jobs(requested int) int {
+	if requested > 0 {
+		return requested
+	}
+	if c := e.spec.Experiment.Concurrency; c > 0 {
+		return c
+	}
+	return runtime.NumCPU()
+}
+
+// end records how the run ended, saves the workspace memories and
+// returns the run's result.
+func (r *runner) end(ctx context.Context, start time.Time) (*RunResult, error) {
+	e := r.e
 	end := e.now()
 	reason := r.stopReason()
-	var status string
-	r.state.update(func(st *runrec.RunState) {
-		t := end.UTC()
-		st.Ended = &t
-		st.Heartbeat = t
-		unfinished := false
-		for _, ps := range st.Phases {
-			switch ps.Status {
-			case runrec.StatusPending:
-				unfinished = true
-				ps.Status = runrec.StatusSkipped
-				switch reason {
-				case StopBudget:
-					ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", runrec.FormatCost(*st.MaxCost))
-					r.res.BudgetSkipped++
-				case "":
-					ps.Error = "not started: the run ended after a failure"
-				default:
-					ps.Error = "not started: the run was stopped (" + reason + ")"
-				}
-			case runrec.StatusStopped:
-				unfinished = true
-			}
-		}
-		switch {
-		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
-			status = runrec.RunStopped
-		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
-			status = runrec.RunFailed
-		default:
-			status = runrec.RunSucceeded
-		}
-		st.Status = status
-		if status == runrec.RunSucceeded {
-			st.StopReason = ""
-		}
-		for _, ps := range st.Phases {
-			r.res.Counts[ps.Status]++
-		}
-		r.res.Spent = st.Total()
-	})
+	status := r.recordEnd(ctx, end, reason)
 	var errs []error
 	if err := r.state.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("save the run record: %w; cairn status shows what was saved before, and cairn resume continues the run once this is fixed", err))
@@ -357,6 +357,59 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	}
 	r.res.Duration = end.Sub(start)
 	return r.res, errors.Join(errs...)
+}
+
+// recordEnd skips the phases never started, says why, and records and
+// returns the run's status.
+func (r *runner) recordEnd(ctx context.Context, end time.Time, reason string) string {
+	var status string
+	r.state.update(func(st *runrec.RunState) {
+		t := end.UTC()
+		st.Ended = &t
+		st.Heartbeat = t
+		unfinished := r.skipUnstarted(st, reason)
+		switch {
+		case (reason == StopInterrupt || reason == StopRequest || ctx.Err() != nil) && unfinished:
+			status = runrec.RunStopped
+		case len(r.res.Failures) > 0 || r.res.BudgetSkipped > 0 || unfinished:
+			status = runrec.RunFailed
+		default:
+			status = runrec.RunSucceeded
+		}
+		st.Status = status
+		if status == runrec.RunSucceeded {
+			st.StopReason = ""
+		}
+		for _, ps := range st.Phases {
+			r.res.Counts[ps.Status]++
+		}
+		r.res.Spent = st.Total()
+	})
+	return status
+}
+
+// skipUnstarted marks the phases still pending skipped, saying why they
+// did not start, and reports whether any phase did not finish.
+func (r *runner) skipUnstarted(st *runrec.RunState, reason string) (unfinished bool) {
+	for _, ps := range st.Phases {
+		switch ps.Status {
+		case runrec.StatusPending:
+			unfinished = true
+			ps.Status = runrec.StatusSkipped
+			switch reason {
+			case StopBudget:
+				ps.Error = fmt.Sprintf("not started: the run budget (max_cost %s) was spent", runrec.FormatCost(*st.MaxCost))
+				r.res.BudgetSkipped++
+			case "":
+				ps.Error = "not started: the run ended after a failure"
+			default:
+				ps.Error = "not started: the run was stopped (" + reason + ")"
+			}
+		case runrec.StatusStopped:
+			unfinished = true
+		}
+	}
+	return unfinished
 }
 
 // watchStop turns the caller's Stop channel and a stop file in the run's
@@ -568,356 +621,6 @@ type runner struct {
 	cancelWork context.CancelFunc
 }
 
-// phaseResult is what a phase's goroutine tells the scheduler: that its
-// command has ended and its job slot is free (slotOnly), that its outputs
-// are in place and hashed, so its dependents may start while it stores
-// them (released), or that the phase is over (ok: its outputs are in
-// place and recorded).
-type phaseResult struct {
-	addr     string
-	ok       bool
-	slotOnly bool
-	released bool
-	// yield: the phase gives its job slot (and pool units) back while it
-	// waits for its upstream phases to be over; regrant: it asks for them
-	// again and waits for the answer: true, or false when no new command
-	// may start (the run is stopping or halted, or its budget is spent).
-	yield   bool
-	regrant chan bool
-	// notStarted: the phase's goroutine ended without starting its
-	// command because its regrant was refused; it stays pending.
-	notStarted bool
-}
-
-// schedule drives the dag.Plan: it starts ready phases up to jobs at once
-// and, after a failure (without KeepGoing), a stop request or a spent run
-// budget, starts no new phase but waits for the running ones.
-//
-// A job slot bounds the commands (and restores) that run at once, not the
-// deciding: while every slot is taken, up to decideAhead more ready phases
-// start without one, to decide (stat inputs, compute keys, find cached
-// results). One found cached is done without ever holding a slot; one that
-// must run or restore asks for a slot (see takeSlot) before it touches
-// the workspace. So a no-op keeps every core busy deciding, and cached
-// phases are done while a long command holds the only slot of -j 1.
-// Slots still go in the order phases became ready: a phase deciding ahead
-// gets one only when more are free than phases started before it may
-// still claim, and a new phase takes one only when more are free than
-// phases deciding ahead may claim; so -j 1 runs commands in the order
-// they would run if no phase decided ahead, and a spent budget stops the
-// same phases, while with -j N a phase slow to decide keeps one free
-// slot, not all of them. A phase whose pools are full is passed over.
-func (r *runner) schedule(ctx context.Context, jobs int) {
-	plan := dag.NewPlan(r.e.spec.Graph, r.sel.include)
-	pools := newPoolState(r.e.spec.Pools)
-	var queue []string
-	running := 0                     // phases holding a job slot
-	inflight := 0                    // phase goroutines not yet over
-	freed := map[string]bool{}       // phases that gave their slot back early
-	released := map[string]bool{}    // phases whose dependents could start before they were over
-	var regrants []phaseResult       // phases waiting for their slot back, first come first served
-	deciding := map[string]bool{}    // phases started without a slot, not granted one
-	var ahead []string               // of them, those that may still ask for one, in start order
-	asking := map[string]chan bool{} // of those, the ones asking, and where to answer
-	window := decideAhead()
-	// With -j 1, phases were done one at a time, in the order they
-	// started; commands still start in that order only if phases done
-	// ahead (found cached without a slot) are done in it too: such a
-	// phase is held until every phase started before it is done (or
-	// released), else its dependents would become ready, and run,
-	// before theirs. A failure is not held: it makes nothing ready, and
-	// halts the run before another command starts.
-	var order []string               // with -j 1: phases started, not yet done or released, in start order
-	held := map[string]phaseResult{} // with -j 1: phases done ahead of one started before them
-	halted := false
-	stopC := (<-chan struct{})(r.stopCh)
-	pool := newWorkers(r.results, 2*min(jobs+window, maxIdleWorkers/2))
-	// aheadMayClaim counts the phases deciding ahead, not asking yet,
-	// that would get a free slot (their pools have room) if they asked:
-	// that many free slots are theirs; the ones asking that fit were
-	// granted already.
-	aheadMayClaim := func() int {
-		n := 0
-		for _, a := range ahead {
-			if _, ok := asking[a]; !ok && pools.fits(r.e.spec.Phase(a).Resources) {
-				n++
-			}
-		}
-		return n
-	}
-	dropAhead := func(addr string) {
-		delete(asking, addr)
-		if i := slices.Index(ahead, addr); i >= 0 {
-			ahead = slices.Delete(ahead, i, i+1)
-		}
-	}
-	// apply acts on a phase's end: its dependents become ready, or are
-	// blocked by its failure, which halts the run without KeepGoing.
-	apply := func(pr phaseResult) {
-		if pr.notStarted {
-			return // pending: skipped when the run ends, as if never started
-		}
-		if released[pr.addr] {
-			// Its dependents were started: only a failure to store its
-			// outputs (a full cache) remains to act on.
-			delete(released, pr.addr)
-			if !pr.ok && !r.opts.KeepGoing {
-				halted = true
-			}
-			return
-		}
-		skipped := plan.Done(pr.addr, pr.ok)
-		if !pr.ok && (r.stopping() || ctx.Err() != nil) {
-			// A phase ended by a stop: its dependents were not
-			// blocked by a failure, they are simply not started.
-			skipped = nil
-		}
-		for _, s := range skipped {
-			r.state.phase(s, func(ps *runrec.PhaseState) {
-				ps.Status = runrec.StatusBlocked
-				ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
-			})
-			r.e.rep.Report(Event{Kind: EventDone, Phase: s, Status: runrec.StatusBlocked, Reasons: []string{"upstream " + pr.addr + " did not succeed"}, Time: r.e.now()})
-		}
-		if !pr.ok && !r.opts.KeepGoing {
-			halted = true
-		}
-	}
-	// leave takes a phase done or released out of order, and applies the
-	// phases held behind it.
-	leave := func(addr string) {
-		if i := slices.Index(order, addr); i >= 0 {
-			order = slices.Delete(order, i, i+1)
-		}
-		for len(order) > 0 {
-			pr, ok := held[order[0]]
-			if !ok {
-				return
-			}
-			delete(held, order[0])
-			order = order[1:]
-			apply(pr)
-		}
-	}
-	for {
-		open := func() bool { return !halted && !r.stopping() && ctx.Err() == nil }
-		// A phase that waited for its upstream phases gets its slot back
-		// before any new phase starts; when no new command may start, it
-		// is told so and does not start its own.
-		for i := 0; i < len(regrants); {
-			g := regrants[i]
-			res := r.e.spec.Phase(g.addr).Resources
-			switch {
-			case !open() || r.budgetSpent():
-				g.regrant <- false
-			case running < jobs && pools.fits(res):
-				running++
-				pools.take(res)
-				delete(freed, g.addr)
-				g.regrant <- true
-			default:
-				i++
-				continue
-			}
-			regrants = append(regrants[:i], regrants[i+1:]...)
-		}
-		// Then the phases that decided ahead and must run, in the order
-		// they started; one still deciding that would get a slot (it
-		// fits) keeps one of the free slots from those after it.
-		claims := 0
-		for i := 0; i < len(ahead); {
-			addr := ahead[i]
-			res := r.e.spec.Phase(addr).Resources
-			ch, ok := asking[addr]
-			switch {
-			case !ok:
-				if pools.fits(res) {
-					claims++
-				}
-				i++
-				continue
-			case !open() || r.budgetSpent():
-				ch <- false
-			case running+claims < jobs && pools.fits(res):
-				running++
-				pools.take(res)
-				delete(deciding, addr)
-				ch <- true
-			default:
-				i++
-				continue
-			}
-			dropAhead(addr)
-		}
-		if open() {
-			queue = append(queue, plan.Ready()...)
-		}
-		// Start ready phases in order, with a slot while one is free and
-		// the phase's pools have room (a pool's units in use never exceed
-		// its size), else to decide ahead while fewer than ahead do.
-		for i := 0; open() && i < len(queue); {
-			addr := queue[i]
-			p := r.e.spec.Phase(addr)
-			claims := aheadMayClaim()
-			slot := running+claims < jobs && pools.fits(p.Resources)
-			if !slot && len(deciding) >= window {
-				if running+claims < jobs {
-					i++ // a later phase's pools may have room
-					continue
-				}
-				break
-			}
-			if r.budgetSpent() {
-				r.requestStop(StopBudget)
-				break
-			}
-			queue = append(queue[:i], queue[i+1:]...)
-			if jobs == 1 {
-				order = append(order, addr)
-			}
-			if slot {
-				pools.take(p.Resources)
-				running++
-			} else {
-				deciding[addr] = true
-				ahead = append(ahead, addr)
-			}
-			inflight++
-			pool.run(func() phaseResult {
-				ok := r.process(ctx, addr, slot)
-				r.over(addr)
-				r.mu.Lock()
-				notStarted := r.notStarted[addr]
-				r.mu.Unlock()
-				return phaseResult{addr: addr, ok: ok, notStarted: notStarted}
-			})
-		}
-		if inflight == 0 {
-			pool.close()
-			return
-		}
-		select {
-		case <-stopC:
-			stopC = nil
-			continue
-		case pr := <-r.results:
-			if testHookResult != nil {
-				testHookResult(pr)
-			}
-			if pr.yield {
-				running--
-				pools.release(r.e.spec.Phase(pr.addr).Resources)
-				freed[pr.addr] = true
-				continue
-			}
-			if pr.regrant != nil {
-				if deciding[pr.addr] {
-					asking[pr.addr] = pr.regrant
-				} else {
-					regrants = append(regrants, pr)
-				}
-				continue
-			}
-			if pr.released {
-				released[pr.addr] = true
-				plan.Done(pr.addr, true)
-				leave(pr.addr)
-				continue
-			}
-			wasAhead := deciding[pr.addr]
-			switch {
-			case wasAhead:
-				delete(deciding, pr.addr) // done without a slot
-				dropAhead(pr.addr)
-			case !freed[pr.addr]:
-				running--
-				pools.release(r.e.spec.Phase(pr.addr).Resources)
-			}
-			if pr.slotOnly {
-				freed[pr.addr] = true
-				continue
-			}
-			delete(freed, pr.addr)
-			inflight--
-			if wasAhead && pr.ok && len(order) > 0 && order[0] != pr.addr {
-				held[pr.addr] = pr
-				continue
-			}
-			apply(pr)
-			leave(pr.addr)
-		}
-	}
-}
-
-// workers runs the phases' goroutines on reused goroutines. A goroutine
-// that has decided, restored or run a phase has grown its stack; a fresh
-// goroutine for the next phase would start small and grow (copy) its
-// stack again, a cost every phase of a no-op run would pay.
-type workers struct {
-	results chan<- phaseResult
-	idle    chan chan func() phaseResult
-}
-
-// maxIdleWorkers bounds the idle workers kept: jobs may be any number
-// (a huge -j means "no limit"), and the idle queue is allocated whole.
-const maxIdleWorkers = 1024
-
-func newWorkers(results chan<- phaseResult, keep int) *workers {
-	return &workers{results: results, idle: make(chan chan func() phaseResult, keep)}
-}
-
-// run runs f on an idle worker, or a new one, and sends its result to
-// the scheduler.
-func (w *workers) run(f func() phaseResult) {
-	select {
-	case ch := <-w.idle:
-		ch <- f
-	default:
-		go w.loop(f)
-	}
-}
-
-// loop runs f and the functions handed to it after, until it is told to
-// stop (a closed channel) or there are enough idle workers. It offers
-// itself as idle before sending f's result, so once the scheduler has the
-// last result, every worker is either idle (and close ends it) or gone.
-func (w *workers) loop(f func() phaseResult) {
-	ch := make(chan func() phaseResult, 1)
-	for {
-		res := f()
-		idle := false
-		select {
-		case w.idle <- ch:
-			idle = true
-		default:
-		}
-		w.results <- res
-		if !idle {
-			return
-		}
-		var ok bool
-		if f, ok = <-ch; !ok {
-			return
-		}
-	}
-}
-
-// close ends the idle workers; call it once no phase is in flight.
-func (w *workers) close() {
-	for {
-		select {
-		case ch := <-w.idle:
-			close(ch)
-		default:
-			return
-		}
-	}
-}
-
-// decideAhead is how many phases may decide beyond those holding a job
-// slot: enough to keep every core busy while the slots' phases wait.
-func decideAhead() int { return 2 * cores.N }
-
 // process decides and then restores or runs one phase. It reports whether
 // the phase's outputs are now in place. slot says whether the phase holds a
 // job slot; without one, it takes one before it restores or runs.
@@ -1027,148 +730,6 @@ func (r *runner) restore(d *Decision) error {
 	return nil
 }
 
-// freeSlot gives the phase's job slot (and pool units) back while it
-// stores its outputs, so the next command starts without waiting for the
-// cache's fsyncs. Its dependents still wait for the phase to be over.
-func (r *runner) freeSlot(addr string) {
-	r.results <- phaseResult{addr: addr, slotOnly: true}
-}
-
-// release lets the dependents of a phase whose command succeeded start
-// while it stores its result: they need its outputs, which are in place,
-// and their digests, which tree holds, not the blobs and the action entry
-// in the cache, whose fsyncs would otherwise lie on the run's critical
-// path. The phase is still reported done only once its result is durable
-// (RELIABILITY.md I4).
-//
-// A dependent's command still starts only once the phase is over (see
-// awaitUpstreams): its decision and the preparations before its command
-// overlap the phase's fsyncs, and a cairn killed meanwhile has recorded
-// every phase whose dependents' commands ran.
-func (r *runner) release(addr string, tree []cache.OutputFile) {
-	r.mu.Lock()
-	r.trees[addr] = tree
-	if r.storing == nil {
-		r.storing = map[string]chan struct{}{}
-	}
-	r.storing[addr] = make(chan struct{})
-	r.mu.Unlock()
-	r.results <- phaseResult{addr: addr, released: true}
-}
-
-// over marks a phase's goroutine as done with it: a released phase's
-// result is durable, or the phase failed.
-func (r *runner) over(addr string) {
-	r.mu.Lock()
-	ch := r.storing[addr]
-	r.mu.Unlock()
-	if ch != nil {
-		close(ch)
-	}
-}
-
-// awaitUpstreams waits until the released upstream phases of addr are
-// over, and returns the first of them that failed (storing its outputs
-// in the cache), or "".
-//
-// The phase holds a job slot; if it must wait, it gives the slot (and its
-// pool units) back meanwhile, so another phase's command may run, and
-// asks for them again after. The bool (granted) is false when the scheduler refuses
-// (the run is stopping or halted, or its budget is spent): the phase must
-// not start its command.
-func (r *runner) awaitUpstreams(addr string) (string, bool) {
-	ups := r.e.spec.Graph.Upstream(addr)
-	var pending []chan struct{}
-	r.mu.Lock()
-	for _, u := range ups {
-		if ch := r.storing[u]; ch != nil && !isClosed(ch) {
-			pending = append(pending, ch)
-		}
-	}
-	r.mu.Unlock()
-	if len(pending) > 0 {
-		r.results <- phaseResult{addr: addr, yield: true}
-		if testHookYielded != nil {
-			testHookYielded(r, addr)
-		}
-		for _, ch := range pending {
-			<-ch
-		}
-		if !r.takeSlot(addr) {
-			return "", false
-		}
-	}
-	for _, u := range ups {
-		r.mu.Lock()
-		ch := r.storing[u]
-		r.mu.Unlock()
-		if ch == nil {
-			continue
-		}
-		<-ch
-		r.mu.Lock()
-		_, failed := r.res.Failures[u]
-		r.mu.Unlock()
-		if failed {
-			return u, true
-		}
-	}
-	return "", true
-}
-
-// takeSlot asks the scheduler for a job slot (and the phase's pool units)
-// and waits for the answer. A refusal (the run is stopping or halted, or
-// its budget is spent) marks the phase not started: it must not restore
-// or run, and it stays pending, recorded as a phase never started is,
-// without the key and reasons of its decision (cairn logs takes a phase
-// with a key for one that ran or was found cached).
-func (r *runner) takeSlot(addr string) bool {
-	grant := make(chan bool, 1)
-	r.results <- phaseResult{addr: addr, regrant: grant}
-	if <-grant {
-		return true
-	}
-	r.markNotStarted(addr)
-	return false
-}
-
-// markNotStarted leaves a phase pending, recorded as a phase never started
-// is, without the key and reasons of its decision.
-func (r *runner) markNotStarted(addr string) {
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
-		ps.Key = ""
-		ps.Reasons = nil
-	})
-	r.mu.Lock()
-	if r.notStarted == nil {
-		r.notStarted = map[string]bool{}
-	}
-	r.notStarted[addr] = true
-	r.mu.Unlock()
-}
-
-// testHookYielded, set by tests only, is called when a phase has given
-// its slot back to wait for its upstream phases.
-var testHookYielded func(r *runner, addr string)
-
-// testHookDecided, set by tests only, is called when a phase has
-// decided, before it takes a slot or finishes; testHookResult when the
-// scheduler receives a message from a phase.
-var (
-	testHookDecided func(addr string)
-	testHookResult  func(pr phaseResult)
-)
-
-// isClosed reports whether ch, which is only ever closed, is.
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // finish records a phase that ended well.
 func (r *runner) finish(addr string, d *Decision, status string, tree []cache.OutputFile, began time.Time) {
 	e := r.e
@@ -1254,39 +815,4 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// poolState counts the units of each pool held by running phases.
-type poolState struct {
-	size map[string]int
-	used map[string]int
-}
-
-func newPoolState(pools map[string]*spec.Pool) *poolState {
-	ps := &poolState{size: map[string]int{}, used: map[string]int{}}
-	for n, p := range pools {
-		ps.size[n] = p.Size
-	}
-	return ps
-}
-
-func (ps *poolState) fits(res map[string]int) bool {
-	for n, k := range res {
-		if ps.used[n]+k > ps.size[n] {
-			return false
-		}
-	}
-	return true
-}
-
-func (ps *poolState) take(res map[string]int) {
-	for n, k := range res {
-		ps.used[n] += k
-	}
-}
-
-func (ps *poolState) release(res map[string]int) {
-	for n, k := range res {
-		ps.used[n] -= k
-	}
 }
