@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -226,9 +226,9 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	w := binenc.NewWriter(entryMemoHeader, len(keys)*512)
+	w := hint.NewWriter(entryMemoHeader, len(keys)*512)
 	w.Len(len(keys))
-	rec := binenc.NewWriter("", 2048)
+	rec := hint.NewWriter("", 2048)
 	for _, k := range keys {
 		me := entries[k]
 		w.Fixed(k[:])
@@ -258,7 +258,7 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 
 // encodeMemoRecord writes entry e (its key is the record's), lean: of its
 // components only those of kind KindOutput.
-func encodeMemoRecord(w *binenc.Writer, e *Entry) {
+func encodeMemoRecord(w *hint.Writer, e *Entry) {
 	w.Int(int64(e.Format))
 	w.Str(e.Phase)
 	n := 0
@@ -305,7 +305,7 @@ func encodeMemoRecord(w *binenc.Writer, e *Entry) {
 	}
 }
 
-func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
+func writeStamp(w *hint.Writer, st entryStamp, recorded int64) {
 	w.Int(st.size)
 	w.Int(st.mtime)
 	w.Int(st.ctime)
@@ -313,7 +313,7 @@ func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
 	w.Int(recorded)
 }
 
-func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
+func readStamp(r *hint.Reader) (st entryStamp, recorded int64) {
 	st.size, st.mtime, st.ctime = r.Int(), r.Int(), r.Int()
 	st.ino = r.Uint()
 	return st, r.Int()
@@ -322,7 +322,7 @@ func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
 // decodeEntryMemo indexes the records of memo file b (a copy of it);
 // their entries stay encoded until decodeMemoRecord.
 func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
-	r, err := binenc.Open(b, entryMemoHeader)
+	r, err := hint.Open(b, entryMemoHeader)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,14 +332,14 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 // decodeEntryMemoOwned is decodeEntryMemo without the copy: the records
 // share b's memory, which the caller must never change again.
 func decodeEntryMemoOwned(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
-	r, err := binenc.OpenOwned(b, entryMemoHeader)
+	r, err := hint.OpenOwned(b, entryMemoHeader)
 	if err != nil {
 		return nil, nil, err
 	}
 	return decodeEntryIndex(r)
 }
 
-func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
+func decodeEntryIndex(r *hint.Reader) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	n := r.Len()
 	out := make(map[ActionID]memoEntry, n)
 	for i := 0; i < n && r.OK(); i++ {
@@ -371,7 +371,7 @@ func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memo
 // record that does not decode, or that names an unsafe output, is an
 // error: the caller reads the entry from the cache instead.
 func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
-	r := binenc.NewReader(raw)
+	r := hint.NewReader(raw)
 	e := &Entry{Key: k, Lean: true}
 	e.Format = int(r.Int())
 	e.Phase = r.Str()

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 )
 
 // The fuzz targets of T31 for the engine's decoders of bytes found on disk
@@ -71,19 +71,19 @@ func FuzzDigestsMemory(f *testing.F) {
 		"crlf\r\nnewline":  {digest: d, mode: 0o755},
 	})
 	f.Add(good, false)
-	f.Add(good[:len(good)-binenc.TrailerSize], true)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add([]byte("garbage"), false)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
 		entries, err := parseMemory(b)
 		if err != nil {
 			return
 		}
 		// Found in place, each entry is the one parsed.
-		r, err := binenc.Open(b, digestsHeader)
+		r, err := hint.Open(b, digestsHeader)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 )
 
 // digestsHeader starts the input-digest memory file.
@@ -101,7 +101,7 @@ func LoadMemory(path string) *Memory {
 		return m
 	}
 	// data is dropped here: the records may share its memory.
-	r, err := binenc.OpenOwned(data, digestsHeader)
+	r, err := hint.OpenOwned(data, digestsHeader)
 	if err != nil {
 		return m
 	}
@@ -118,7 +118,7 @@ func LoadMemory(path string) *Memory {
 
 // parseMemory reads every entry of the memory file data.
 func parseMemory(data []byte) (map[string]memEntry, error) {
-	r, err := binenc.Open(data, digestsHeader)
+	r, err := hint.Open(data, digestsHeader)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func parseMemory(data []byte) (map[string]memEntry, error) {
 }
 
 // indexMemory checks every record of r and keeps it in place.
-func indexMemory(r *binenc.Reader) (memFile, error) {
+func indexMemory(r *hint.Reader) (memFile, error) {
 	n := r.Len()
 	recs := make([]string, 0, n)
 	prev := ""
@@ -152,7 +152,7 @@ func indexMemory(r *binenc.Reader) (memFile, error) {
 	return memFile{recs: recs}, nil
 }
 
-func readMemEntry(r *binenc.Reader) (string, memEntry) {
+func readMemEntry(r *hint.Reader) (string, memEntry) {
 	path := r.Str()
 	var e memEntry
 	r.Fixed(e.digest[:])
@@ -165,7 +165,7 @@ func readMemEntry(r *binenc.Reader) (string, memEntry) {
 
 // recPath is the path a record (checked by indexMemory) starts with.
 func recPath(rec string) string {
-	r := binenc.NewReader(rec)
+	r := hint.NewReader(rec)
 	return r.Str()
 }
 
@@ -175,7 +175,7 @@ func (f memFile) find(path string) (memEntry, bool) {
 	if i == len(f.recs) {
 		return memEntry{}, false
 	}
-	p, e := readMemEntry(binenc.NewReader(f.recs[i]))
+	p, e := readMemEntry(hint.NewReader(f.recs[i]))
 	return e, p == path
 }
 
@@ -183,7 +183,7 @@ func (f memFile) find(path string) (memEntry, bool) {
 func (f memFile) all() map[string]memEntry {
 	out := make(map[string]memEntry, len(f.recs))
 	for _, rec := range f.recs {
-		p, e := readMemEntry(binenc.NewReader(rec))
+		p, e := readMemEntry(hint.NewReader(rec))
 		out[p] = e
 	}
 	return out
@@ -195,7 +195,7 @@ func encodeMemory(entries map[string]memEntry) []byte {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	w := binenc.NewWriter(digestsHeader, len(keys)*96)
+	w := hint.NewWriter(digestsHeader, len(keys)*96)
 	w.Len(len(keys))
 	for _, k := range keys {
 		writeMemEntry(w, k, entries[k])
@@ -204,7 +204,7 @@ func encodeMemory(entries map[string]memEntry) []byte {
 }
 
 // writeMemEntry writes the record readMemEntry reads.
-func writeMemEntry(w *binenc.Writer, path string, e memEntry) {
+func writeMemEntry(w *hint.Writer, path string, e memEntry) {
 	w.Str(path)
 	w.Fixed(e.digest[:])
 	w.Int(e.size)

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -55,7 +55,7 @@ func loadPhaseKeys(path string) *phaseKeys {
 	if err != nil {
 		return pk
 	}
-	r, err := binenc.OpenOwned(b, phaseKeysHeader) // b is dropped: the addresses may share it
+	r, err := hint.OpenOwned(b, phaseKeysHeader) // b is dropped: the addresses may share it
 	if err != nil {
 		return pk
 	}
@@ -68,7 +68,7 @@ func loadPhaseKeys(path string) *phaseKeys {
 // The file (package binenc) holds the build that wrote it, the entry
 // count, then per entry the phase address, the fingerprint and the key.
 
-func readPhaseKeys(r *binenc.Reader, build string) (map[string]phaseKey, error) {
+func readPhaseKeys(r *hint.Reader, build string) (map[string]phaseKey, error) {
 	if r.Str() != build {
 		return nil, fmt.Errorf("written by another build of cairn")
 	}
@@ -93,7 +93,7 @@ func encodePhaseKeys(entries map[string]phaseKey, build string) []byte {
 		addrs = append(addrs, a)
 	}
 	slices.Sort(addrs)
-	w := binenc.NewWriter(phaseKeysHeader, len(addrs)*(80+sha256.Size))
+	w := hint.NewWriter(phaseKeysHeader, len(addrs)*(80+sha256.Size))
 	w.Str(build)
 	w.Len(len(addrs))
 	for _, a := range addrs {

@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -366,13 +366,13 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 func FuzzPhaseKeys(f *testing.F) {
 	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
 	f.Add(good, false)
-	f.Add(good[:len(good)-binenc.TrailerSize], true)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add([]byte(phaseKeysHeader), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
-		r, err := binenc.Open(b, phaseKeysHeader)
+		r, err := hint.Open(b, phaseKeysHeader)
 		if err != nil {
 			return
 		}
@@ -380,7 +380,7 @@ func FuzzPhaseKeys(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r2, err := binenc.Open(encodePhaseKeys(got, "build"), phaseKeysHeader)
+		r2, err := hint.Open(encodePhaseKeys(got, "build"), phaseKeysHeader)
 		if err != nil {
 			t.Fatal(err)
 		}

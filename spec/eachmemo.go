@@ -13,7 +13,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -194,7 +194,7 @@ func encodeEachMemo(recs map[string]eachRecord) []byte {
 	for _, r := range recs {
 		size += 80 + 12*len(r.keys)
 	}
-	w := binenc.NewWriter(eachMemoHeader, size)
+	w := hint.NewWriter(eachMemoHeader, size)
 	w.Len(len(recs))
 	for _, name := range sortedKeys(recs) {
 		w.Str(name)
@@ -207,7 +207,7 @@ func encodeEachMemo(recs map[string]eachRecord) []byte {
 // decodeEachMemo decodes a for_each memo file's bytes (any bytes: a
 // damaged file is an error, never a panic, and is then ignored).
 func decodeEachMemo(b []byte) (map[string]eachRecord, error) {
-	r, err := binenc.OpenOwned(b, eachMemoHeader)
+	r, err := hint.OpenOwned(b, eachMemoHeader)
 	if err != nil {
 		return nil, err
 	}

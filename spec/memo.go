@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -256,7 +256,7 @@ func memoKeyIs(path, key string) bool {
 	if !ok {
 		return false
 	}
-	r := binenc.NewReader(head)
+	r := hint.NewReader(head)
 	return r.Str() == key && r.OK()
 }
 

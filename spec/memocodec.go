@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
 )
 
@@ -22,7 +22,7 @@ import (
 const memoHeader = "cairn-spec-memo 4\n"
 
 func encodeMemo(rec *memoRecord) []byte {
-	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
+	w := hint.NewWriter(memoHeader, 256*len(rec.Phases))
 	w.Str(rec.Key)
 	writeStrMap(w, rec.Files)
 	w.NilLen(len(rec.Env), rec.Env == nil)
@@ -47,7 +47,7 @@ func encodeMemo(rec *memoRecord) []byte {
 	// Each phase is a nested record (its length, then its bytes), so a
 	// reader can cut them apart first and decode them on all cores.
 	w.NilLen(len(rec.Phases), rec.Phases == nil)
-	pw := &binenc.Writer{}
+	pw := &hint.Writer{}
 	for _, p := range rec.Phases {
 		pw.B = pw.B[:0]
 		writePhase(pw, p)
@@ -61,7 +61,7 @@ func encodeMemo(rec *memoRecord) []byte {
 // decodeMemoBytes decodes a memo. The strings of the model are slices of
 // b's memory (no copy of a memo of megabytes): the caller hands b over.
 func decodeMemoBytes(b []byte) (*memoRecord, error) {
-	r, err := binenc.OpenOwned(b, memoHeader)
+	r, err := hint.OpenOwned(b, memoHeader)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 	return rec, nil
 }
 
-func writeExperiment(w *binenc.Writer, x *Experiment) {
+func writeExperiment(w *hint.Writer, x *Experiment) {
 	w.Str(x.Name)
 	w.Str(x.Description)
 	w.Int(int64(x.Concurrency))
@@ -120,7 +120,7 @@ func writeExperiment(w *binenc.Writer, x *Experiment) {
 	writeSlurm(w, &x.Slurm)
 }
 
-func readExperiment(r *binenc.Reader, x *Experiment) {
+func readExperiment(r *hint.Reader, x *Experiment) {
 	x.Name, x.Description = r.Str(), r.Str()
 	x.Concurrency = int(r.Int())
 	x.CacheDir = r.Str()
@@ -132,7 +132,7 @@ func readExperiment(r *binenc.Reader, x *Experiment) {
 	readSlurm(r, &x.Slurm)
 }
 
-func writeSlurm(w *binenc.Writer, s *Slurm) {
+func writeSlurm(w *hint.Writer, s *Slurm) {
 	w.Str(s.Partition)
 	w.Int(int64(s.CPUs))
 	w.Str(s.Mem)
@@ -143,7 +143,7 @@ func writeSlurm(w *binenc.Writer, s *Slurm) {
 	w.Strs(s.ExtraArgs)
 }
 
-func readSlurm(r *binenc.Reader, s *Slurm) {
+func readSlurm(r *hint.Reader, s *Slurm) {
 	s.Partition = r.Str()
 	s.CPUs = int(r.Int())
 	s.Mem, s.Gres = r.Str(), r.Str()
@@ -152,7 +152,7 @@ func readSlurm(r *binenc.Reader, s *Slurm) {
 	s.ExtraArgs = r.Strs()
 }
 
-func writePhase(w *binenc.Writer, p *Phase) {
+func writePhase(w *hint.Writer, p *Phase) {
 	w.Str(p.Addr)
 	w.Str(p.Block)
 	w.Str(p.Key)
@@ -204,7 +204,7 @@ func readPhases(recs []string, phases []*Phase) error {
 	workers := min(cores.N, (len(recs)+chunk-1)/chunk)
 	decode := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
-			r := binenc.NewReader(recs[i])
+			r := hint.NewReader(recs[i])
 			phases[i] = readPhase(r)
 			if err := r.Err(); err != nil {
 				return err
@@ -226,7 +226,7 @@ func readPhases(recs []string, phases []*Phase) error {
 	return errors.Join(errs...)
 }
 
-func readPhase(r *binenc.Reader) *Phase {
+func readPhase(r *hint.Reader) *Phase {
 	p := &Phase{}
 	p.Addr, p.Block, p.Key = r.Str(), r.Str(), r.Str()
 	p.HasForEach = r.Bool()
@@ -271,7 +271,7 @@ func readPhase(r *binenc.Reader) *Phase {
 	return p
 }
 
-func writeRange(w *binenc.Writer, rg hcl.Range) {
+func writeRange(w *hint.Writer, rg hcl.Range) {
 	w.Str(rg.Filename)
 	for _, pos := range []hcl.Pos{rg.Start, rg.End} {
 		w.Int(int64(pos.Line))
@@ -280,7 +280,7 @@ func writeRange(w *binenc.Writer, rg hcl.Range) {
 	}
 }
 
-func readRange(r *binenc.Reader) hcl.Range {
+func readRange(r *hint.Reader) hcl.Range {
 	rg := hcl.Range{Filename: r.Str()}
 	for _, pos := range []*hcl.Pos{&rg.Start, &rg.End} {
 		pos.Line, pos.Column, pos.Byte = int(r.Int()), int(r.Int()), int(r.Int())
@@ -288,7 +288,7 @@ func readRange(r *binenc.Reader) hcl.Range {
 	return rg
 }
 
-func writeFloatPtr(w *binenc.Writer, f *float64) {
+func writeFloatPtr(w *hint.Writer, f *float64) {
 	if f == nil {
 		w.Bool(false)
 		return
@@ -297,7 +297,7 @@ func writeFloatPtr(w *binenc.Writer, f *float64) {
 	w.Float(*f)
 }
 
-func readFloatPtr(r *binenc.Reader) *float64 {
+func readFloatPtr(r *hint.Reader) *float64 {
 	if !r.Bool() {
 		return nil
 	}
@@ -307,7 +307,7 @@ func readFloatPtr(r *binenc.Reader) *float64 {
 
 // Maps are written in key order, with their length plus one (0 for nil).
 
-func writeStrMap(w *binenc.Writer, m map[string]string) {
+func writeStrMap(w *hint.Writer, m map[string]string) {
 	w.NilLen(len(m), m == nil)
 	for _, k := range sortedKeys(m) {
 		w.Str(k)
@@ -315,7 +315,7 @@ func writeStrMap(w *binenc.Writer, m map[string]string) {
 	}
 }
 
-func readStrMap(r *binenc.Reader) map[string]string {
+func readStrMap(r *hint.Reader) map[string]string {
 	n, ok := r.NilLen()
 	if !ok {
 		return nil
@@ -328,7 +328,7 @@ func readStrMap(r *binenc.Reader) map[string]string {
 	return m
 }
 
-func writeStrsMap(w *binenc.Writer, m map[string][]string) {
+func writeStrsMap(w *hint.Writer, m map[string][]string) {
 	w.NilLen(len(m), m == nil)
 	for _, k := range sortedKeys(m) {
 		w.Str(k)
@@ -336,7 +336,7 @@ func writeStrsMap(w *binenc.Writer, m map[string][]string) {
 	}
 }
 
-func readStrsMap(r *binenc.Reader) map[string][]string {
+func readStrsMap(r *hint.Reader) map[string][]string {
 	n, ok := r.NilLen()
 	if !ok {
 		return nil
