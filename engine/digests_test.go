@@ -216,7 +216,7 @@ func TestMemoryFileInPlace(t *testing.T) {
 	}
 
 	// Records out of order (a checksummed file no cairn writes).
-	w := hint.NewWriter(digestsHeader, 0)
+	w := digestsFormat.Writer(0)
 	w.Len(2)
 	for _, path := range []string{"b", "a"} {
 		writeMemEntry(w, path, in["a"])

@@ -67,10 +67,10 @@ func (f Format) Read(path string) (*Reader, bool) {
 	return r, err == nil
 }
 
-// Save finishes w and writes it to path atomically (never fsynced: a
-// file lost to a power cut is a miss).
-func (f Format) Save(path string, w *Writer, perm fs.FileMode) error {
-	return fsx.WriteFileAtomic(path, w.Finish(), perm, f.label, false, false)
+// Save writes data (a finished Writer's bytes) to path atomically, never
+// fsynced: a file lost to a power cut is a miss.
+func (f Format) Save(path string, data []byte, perm fs.FileMode) error {
+	return fsx.WriteFileAtomic(path, data, perm, f.label, false, false)
 }
 
 // Store is a hint file holding one T: its format, and how a T is written
@@ -139,7 +139,7 @@ func (s *Store[T]) Load(path string) (v T, ok bool) {
 
 // Save writes v to path atomically.
 func (s *Store[T]) Save(path string, v T) error {
-	return s.Format.Save(path, s.writer(v), s.Perm)
+	return s.Format.Save(path, s.Marshal(v), s.Perm)
 }
 
 // Remove deletes the file at path; a missing file is no error.
