@@ -109,9 +109,9 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"cut short", b[:len(b)-1]},
-		{"header only", []byte(entryMemoHeader)},
-		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoHeader)+40] ^= 1; return c }()},
-		{"other header", append([]byte("cairn-entry-memo 9\n"), b[len(entryMemoHeader):]...)},
+		{"header only", []byte(entryMemoFormat.Header())},
+		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoFormat.Header())+40] ^= 1; return c }()},
+		{"other header", append([]byte("cairn-entry-memo 9\n"), b[len(entryMemoFormat.Header()):]...)},
 	} {
 		if _, _, err := decodeEntryMemo(tc.b); err == nil {
 			t.Errorf("%s: decoded without error", tc.name)
@@ -302,7 +302,7 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 	f.Add(good, false)
 	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add(encodeEntryMemo(nil, nil), false)
-	f.Add([]byte(entryMemoHeader), true)
+	f.Add([]byte(entryMemoFormat.Header()), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
 			b = hint.AppendTrailer(b[:len(b):len(b)])
