@@ -40,6 +40,13 @@ func NewFormat(name string, version int, label string) Format {
 	return Format{header: fmt.Sprintf("cairn-%s %d\n", name, version), label: label}
 }
 
+// WithLayout returns f with layout (a hash of a generated layout) added
+// to its header: a file of another layout is not read either.
+func (f Format) WithLayout(layout string) Format {
+	f.header = f.header[:len(f.header)-1] + " " + layout + "\n"
+	return f
+}
+
 // Header is the first line of a file of this format.
 func (f Format) Header() string { return f.header }
 
