@@ -95,7 +95,7 @@ type memoRecord struct {
 // spec's name, directory and bytes, the -var-file contents and -var values.
 func memoKey(filename, dir string, src []byte, opts Options) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s%s\n%s\n%s\n%d\n", memoHeader, exeID(), filename, dir, len(src))
+	fmt.Fprintf(h, "cairn-spec-memo %d %s\n%s\n%s\n%s\n%d\n", memoFormat, memoLayout, exeID(), filename, dir, len(src))
 	h.Write(src)
 	for _, vf := range opts.VarFiles {
 		b, err := os.ReadFile(vf)
