@@ -4,24 +4,17 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-run/cairn/internal/binenc"
-	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/hint"
 )
 
-// entryMemoHeader starts an entry memo file.
-const entryMemoHeader = "cairn-entry-memo 8\n"
-
-// entryMemoSlack is how long before an entry was decoded its file's ctime
-// must lie for the memo to be trusted (the kernel's coarse clock stamps
-// files up to a jiffy behind the wall clock; 50 ms is ample).
-const entryMemoSlack = 50 * time.Millisecond
+// entryMemoFormat is the entry memo file's.
+var entryMemoFormat = hint.NewFormat("entry-memo", 8, "ws")
 
 // EntryMemo remembers action entries already read and verified, by the
 // stat of their file (size, mtime, ctime, inode), so a run that finds the
@@ -36,8 +29,8 @@ const entryMemoSlack = 50 * time.Millisecond
 // An entry file is written once and published by link(2); anything that
 // replaces or rewrites it changes its inode or its ctime, and ctime cannot
 // be set back by a user. A remembered entry is trusted only when its
-// file's ctime lies clearly before the moment it was read (git's "racy"
-// rule), and never when signatures are required (the memo does not know
+// file's ctime lies clearly before the moment it was read (the racy rule,
+// package hint), and never when signatures are required (the memo does not know
 // which key checked them).
 type EntryMemo struct {
 	path string
@@ -78,13 +71,12 @@ type entryStamp struct {
 // empty memo.
 func LoadEntryMemo(path string) *EntryMemo {
 	m := &EntryMemo{path: path, now: time.Now, entries: map[ActionID]memoEntry{}, used: map[ActionID]bool{}, blobs: map[Digest]memoBlob{}}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	r, ok := entryMemoFormat.Read(path)
+	if !ok {
 		return m
 	}
-	// b is dropped here, so the memo's records may share its memory.
-	if entries, blobs, err := decodeEntryMemoOwned(b); err == nil {
-		m.entries, m.blobs = entries, blobs
+	if entries, blobs, err := decodeEntryIndex(r); err == nil {
+		m.entries, m.blobs = entries, blobs // sharing the file's memory
 	}
 	return m
 }
@@ -106,7 +98,7 @@ func (m *EntryMemo) blobTrusted(d Digest, fi fs.FileInfo) bool {
 	m.mu.Lock()
 	mb, ok := m.blobs[d]
 	m.mu.Unlock()
-	if !ok || mb.stamp != st || st.ctime >= mb.recorded-int64(entryMemoSlack) {
+	if !ok || mb.stamp != st || hint.Recent(st.ctime, mb.recorded) {
 		return false
 	}
 	m.blobHits.Add(1)
@@ -140,7 +132,7 @@ func (m *EntryMemo) lookup(key ActionID, stamp func() (entryStamp, bool)) *Entry
 		return nil
 	}
 	st, ok := stamp()
-	if !ok || me.stamp != st || st.ctime >= me.recorded-int64(entryMemoSlack) {
+	if !ok || me.stamp != st || hint.Recent(st.ctime, me.recorded) {
 		return nil
 	}
 	if me.e == nil {
@@ -207,7 +199,7 @@ func (m *EntryMemo) Save() error {
 		clear(m.blobs) // verified again on their next restore
 	}
 	b := encodeEntryMemo(m.entries, m.blobs)
-	if err := fsx.WriteFileAtomic(m.path, b, 0o644, "ws", false, false); err != nil {
+	if err := entryMemoFormat.Save(m.path, b, 0o644); err != nil {
 		return fmt.Errorf("save entry memo: %w", err)
 	}
 	m.dirty = false
@@ -218,7 +210,7 @@ func (m *EntryMemo) Save() error {
 // the stamp, and the encoded entry as one string, so that loading the memo
 // only indexes records and an entry is decoded when first looked up; then
 // the raw blobs with their stamps, then the checksum of everything before
-// it (XXH64, package binenc).
+// it (package hint).
 
 func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) []byte {
 	keys := make([]ActionID, 0, len(entries))
@@ -226,9 +218,9 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i][:], keys[j][:]) < 0 })
-	w := binenc.NewWriter(entryMemoHeader, len(keys)*512)
+	w := entryMemoFormat.Writer(len(keys) * 512)
 	w.Len(len(keys))
-	rec := binenc.NewWriter("", 2048)
+	rec := hint.NewWriter("", 2048)
 	for _, k := range keys {
 		me := entries[k]
 		w.Fixed(k[:])
@@ -258,7 +250,7 @@ func encodeEntryMemo(entries map[ActionID]memoEntry, blobs map[Digest]memoBlob) 
 
 // encodeMemoRecord writes entry e (its key is the record's), lean: of its
 // components only those of kind KindOutput.
-func encodeMemoRecord(w *binenc.Writer, e *Entry) {
+func encodeMemoRecord(w *hint.Writer, e *Entry) {
 	w.Int(int64(e.Format))
 	w.Str(e.Phase)
 	n := 0
@@ -305,7 +297,7 @@ func encodeMemoRecord(w *binenc.Writer, e *Entry) {
 	}
 }
 
-func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
+func writeStamp(w *hint.Writer, st entryStamp, recorded int64) {
 	w.Int(st.size)
 	w.Int(st.mtime)
 	w.Int(st.ctime)
@@ -313,7 +305,7 @@ func writeStamp(w *binenc.Writer, st entryStamp, recorded int64) {
 	w.Int(recorded)
 }
 
-func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
+func readStamp(r *hint.Reader) (st entryStamp, recorded int64) {
 	st.size, st.mtime, st.ctime = r.Int(), r.Int(), r.Int()
 	st.ino = r.Uint()
 	return st, r.Int()
@@ -322,7 +314,7 @@ func readStamp(r *binenc.Reader) (st entryStamp, recorded int64) {
 // decodeEntryMemo indexes the records of memo file b (a copy of it);
 // their entries stay encoded until decodeMemoRecord.
 func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
-	r, err := binenc.Open(b, entryMemoHeader)
+	r, err := entryMemoFormat.Open(b)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,14 +324,14 @@ func decodeEntryMemo(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, err
 // decodeEntryMemoOwned is decodeEntryMemo without the copy: the records
 // share b's memory, which the caller must never change again.
 func decodeEntryMemoOwned(b []byte) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
-	r, err := binenc.OpenOwned(b, entryMemoHeader)
+	r, err := entryMemoFormat.OpenOwned(b)
 	if err != nil {
 		return nil, nil, err
 	}
 	return decodeEntryIndex(r)
 }
 
-func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
+func decodeEntryIndex(r *hint.Reader) (map[ActionID]memoEntry, map[Digest]memoBlob, error) {
 	n := r.Len()
 	out := make(map[ActionID]memoEntry, n)
 	for i := 0; i < n && r.OK(); i++ {
@@ -371,7 +363,7 @@ func decodeEntryIndex(r *binenc.Reader) (map[ActionID]memoEntry, map[Digest]memo
 // record that does not decode, or that names an unsafe output, is an
 // error: the caller reads the entry from the cache instead.
 func decodeMemoRecord(k ActionID, raw string) (*Entry, error) {
-	r := binenc.NewReader(raw)
+	r := hint.NewReader(raw)
 	e := &Entry{Key: k, Lean: true}
 	e.Format = int(r.Int())
 	e.Phase = r.Str()

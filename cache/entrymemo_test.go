@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -109,9 +109,9 @@ func TestEntryMemoRejectsDamage(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"cut short", b[:len(b)-1]},
-		{"header only", []byte(entryMemoHeader)},
-		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoHeader)+40] ^= 1; return c }()},
-		{"other header", append([]byte("cairn-entry-memo 9\n"), b[len(entryMemoHeader):]...)},
+		{"header only", []byte(entryMemoFormat.Header())},
+		{"flipped byte", func() []byte { c := append([]byte(nil), b...); c[len(entryMemoFormat.Header())+40] ^= 1; return c }()},
+		{"other header", append([]byte("cairn-entry-memo 9\n"), b[len(entryMemoFormat.Header()):]...)},
 	} {
 		if _, _, err := decodeEntryMemo(tc.b); err == nil {
 			t.Errorf("%s: decoded without error", tc.name)
@@ -137,7 +137,7 @@ func TestEntryMemoDamagedRecord(t *testing.T) {
 	// The output path escapes the workspace: decodes, but is refused.
 	bad := *me.e
 	bad.Outputs = []OutputFile{{Path: "../x", Type: "file"}}
-	rec := binenc.NewWriter("", 0)
+	rec := hint.NewWriter("", 0)
 	encodeMemoRecord(rec, &bad)
 	me.e, me.raw = nil, string(rec.B)
 	if err := os.WriteFile(path, encodeEntryMemo(map[ActionID]memoEntry{e.Key: me}, nil), 0o644); err != nil {
@@ -300,12 +300,12 @@ func FuzzDecodeEntryMemo(f *testing.F) {
 	}
 	good := encodeEntryMemo(in, map[Digest]memoBlob{HashBytes(nil): {recorded: 1}})
 	f.Add(good, false)
-	f.Add(good[:len(good)-binenc.TrailerSize], true)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add(encodeEntryMemo(nil, nil), false)
-	f.Add([]byte(entryMemoHeader), true)
+	f.Add([]byte(entryMemoFormat.Header()), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
 		index, blobs, err := decodeEntryMemo(b)
 		if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -81,7 +81,7 @@ func TestEntryMTimeCodec(t *testing.T) {
 	if diff := cmp.Diff(e.Outputs, got.Outputs); diff != "" {
 		t.Errorf("outputs after a round trip (-want +got):\n%s", diff)
 	}
-	rec := binenc.NewWriter("", 0)
+	rec := hint.NewWriter("", 0)
 	encodeMemoRecord(rec, e)
 	lean, err := decodeMemoRecord(e.Key, string(rec.B))
 	if err != nil {

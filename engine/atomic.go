@@ -17,7 +17,7 @@ import (
 // directory after it. A run's state.json is always fsynced before the
 // rename, durable or not: after a power cut it must name complete content
 // (the old or the new), since a run record that does not parse is lost;
-// other state files (digests, keys.json) are rebuilt when damaged.
+// other state files (digests, keys, phasekeys) are rebuilt when damaged.
 // A full disk is reported with the free space left (cache.NoSpace).
 func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	label := "ws"

@@ -13,36 +13,24 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 )
 
 // The fuzz targets of T31 for the engine's decoders of bytes found on disk
 // (a workspace's .cairn, which a crash, a disk or a teammate may have
 // damaged). Seeds are in testdata/fuzz/<target>; `make fuzz` fuzzes each.
 
-// FuzzKeyIndex: keys.json of any content loads without panic; every key it
-// yields parses; what it saves loads back the same.
+// FuzzKeyIndex: the last-keys file of any content loads without panic;
+// what it saves loads back the same.
 func FuzzKeyIndex(f *testing.F) {
-	f.Add([]byte(`{"a":"` + strings.Repeat("0f", 32) + `","b":"short"}`))
-	f.Add([]byte(`[1,2]`))
-	f.Add([]byte("{\n  \"a\": \"" + strings.Repeat("0f", 32) + "\",\n  \"b[x]\": \"short\"\n}\n"))
-	f.Add([]byte("{\n  \"a\": \"x\",\n}\n"))
+	f.Add(keysStore.Marshal(map[string]cache.ActionID{"a": {15}, `b["x"]`: {}}))
+	f.Add(keysStore.Marshal(nil))
+	f.Add([]byte(`{"a":"` + strings.Repeat("0f", 32) + `"}`))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p := filepath.Join(dir, "keys.json")
+		p := filepath.Join(dir, "keys")
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
-		}
-		// The fast path reads exactly what encoding/json reads, or
-		// leaves the file to it.
-		if fast, ok := parseKeyIndex(b); ok {
-			var slow map[string]string
-			if err := json.Unmarshal(b, &slow); err != nil {
-				t.Fatalf("parseKeyIndex accepted what encoding/json refuses (%v): %q", err, b)
-			}
-			if diff := cmp.Diff(slow, fast); diff != "" {
-				t.Fatalf("parseKeyIndex (-encoding/json +fast):\n%s", diff)
-			}
 		}
 		ki := loadKeyIndex(p)
 		for addr := range ki.keys {
@@ -55,7 +43,7 @@ func FuzzKeyIndex(f *testing.F) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(ki.keys, loadKeyIndex(p).keys, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("keys.json round trip (-saved +loaded):\n%s", diff)
+			t.Fatalf("last keys round trip (-saved +loaded):\n%s", diff)
 		}
 	})
 }
@@ -71,19 +59,19 @@ func FuzzDigestsMemory(f *testing.F) {
 		"crlf\r\nnewline":  {digest: d, mode: 0o755},
 	})
 	f.Add(good, false)
-	f.Add(good[:len(good)-binenc.TrailerSize], true)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add([]byte("garbage"), false)
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
 		entries, err := parseMemory(b)
 		if err != nil {
 			return
 		}
 		// Found in place, each entry is the one parsed.
-		r, err := binenc.Open(b, digestsHeader)
+		r, err := digestsFormat.Open(b)
 		if err != nil {
 			t.Fatal(err)
 		}

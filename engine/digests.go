@@ -5,16 +5,17 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 )
 
-// digestsHeader starts the input-digest memory file.
-const digestsHeader = "cairn-digests 3\n"
+// digestsFormat is the input-digest memory file's.
+var digestsFormat = hint.NewFormat("digests", 3, "ws")
 
 // Memory remembers the content digest of workspace files by path, size,
 // mtime, ctime, inode and mode, so an unchanged file is never read twice.
@@ -67,58 +68,30 @@ func statOf(fi fs.FileInfo) fileStat {
 	return s
 }
 
-// racySlack is how long before hashing a file's mtime must lie for its
-// entry to be trusted: the timestamp granularity (taken as two seconds,
-// FAT's, where mtimes are whole seconds) plus the lag of the kernel's
-// coarse clock that stamps files behind the wall clock we read (up to a
-// jiffy; 50 ms is ample). An edit made after hashing gets an mtime no
-// earlier than the tick holding (hash time - lag), so an mtime before
-// that tick cannot be reproduced by it.
-func racySlack(mtime int64) int64 {
-	const lag = 50e6
-	if mtime%1e9 == 0 {
-		return 2e9 + lag
-	}
-	return lag
-}
-
 // racyAt reports whether an edit made at or after at could leave a file
-// with the stat st: its mtime, or its ctime, lies within the racy window
-// of at. The ctime counts too: a file rewritten with its mtime put back
-// (cp -p, rsync -a, tar x, touch -d) has an old mtime but a ctime of the
-// rewrite, and a second such rewrite within the same tick of a coarse
-// ctime clock (Linux before 6.13) keeps size, mtime, ctime and inode.
-func racyAt(st fileStat, at int64) bool {
-	return st.mtime >= at-racySlack(st.mtime) || st.ctime >= at-racySlack(st.ctime)
-}
+// with the stat st (the racy rule, package hint).
+func racyAt(st fileStat, at int64) bool { return hint.Racy(st.mtime, st.ctime, at) }
 
 // LoadMemory reads the memory at path; a missing or damaged file gives an
 // empty memory (every file is hashed again, nothing is wrong).
 func LoadMemory(path string) *Memory {
 	m := &Memory{path: path, now: time.Now, entries: map[string]memEntry{}}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return m
-	}
-	// data is dropped here: the records may share its memory.
-	r, err := binenc.OpenOwned(data, digestsHeader)
-	if err != nil {
-		return m
-	}
-	if f, err := indexMemory(r); err == nil {
-		m.file = f
+	if r, ok := digestsFormat.Read(path); ok {
+		if f, err := indexMemory(r); err == nil {
+			m.file = f // its records share the file's memory
+		}
 	}
 	return m
 }
 
-// The file (package binenc) holds the entry count, then per entry its
+// The file (package hint) holds the entry count, then per entry its
 // path, digest, size, mtime, ctime, inode, mode and when it was hashed,
 // sorted by path. A file cut short, damaged or out of order fails and is
 // dropped whole rather than half used.
 
 // parseMemory reads every entry of the memory file data.
 func parseMemory(data []byte) (map[string]memEntry, error) {
-	r, err := binenc.Open(data, digestsHeader)
+	r, err := digestsFormat.Open(data)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +103,7 @@ func parseMemory(data []byte) (map[string]memEntry, error) {
 }
 
 // indexMemory checks every record of r and keeps it in place.
-func indexMemory(r *binenc.Reader) (memFile, error) {
+func indexMemory(r *hint.Reader) (memFile, error) {
 	n := r.Len()
 	recs := make([]string, 0, n)
 	prev := ""
@@ -152,7 +125,7 @@ func indexMemory(r *binenc.Reader) (memFile, error) {
 	return memFile{recs: recs}, nil
 }
 
-func readMemEntry(r *binenc.Reader) (string, memEntry) {
+func readMemEntry(r *hint.Reader) (string, memEntry) {
 	path := r.Str()
 	var e memEntry
 	r.Fixed(e.digest[:])
@@ -165,7 +138,7 @@ func readMemEntry(r *binenc.Reader) (string, memEntry) {
 
 // recPath is the path a record (checked by indexMemory) starts with.
 func recPath(rec string) string {
-	r := binenc.NewReader(rec)
+	r := hint.NewReader(rec)
 	return r.Str()
 }
 
@@ -175,7 +148,7 @@ func (f memFile) find(path string) (memEntry, bool) {
 	if i == len(f.recs) {
 		return memEntry{}, false
 	}
-	p, e := readMemEntry(binenc.NewReader(f.recs[i]))
+	p, e := readMemEntry(hint.NewReader(f.recs[i]))
 	return e, p == path
 }
 
@@ -183,7 +156,7 @@ func (f memFile) find(path string) (memEntry, bool) {
 func (f memFile) all() map[string]memEntry {
 	out := make(map[string]memEntry, len(f.recs))
 	for _, rec := range f.recs {
-		p, e := readMemEntry(binenc.NewReader(rec))
+		p, e := readMemEntry(hint.NewReader(rec))
 		out[p] = e
 	}
 	return out
@@ -195,7 +168,7 @@ func encodeMemory(entries map[string]memEntry) []byte {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	w := binenc.NewWriter(digestsHeader, len(keys)*96)
+	w := digestsFormat.Writer(len(keys) * 96)
 	w.Len(len(keys))
 	for _, k := range keys {
 		writeMemEntry(w, k, entries[k])
@@ -204,7 +177,7 @@ func encodeMemory(entries map[string]memEntry) []byte {
 }
 
 // writeMemEntry writes the record readMemEntry reads.
-func writeMemEntry(w *binenc.Writer, path string, e memEntry) {
+func writeMemEntry(w *hint.Writer, path string, e memEntry) {
 	w.Str(path)
 	w.Fixed(e.digest[:])
 	w.Int(e.size)
@@ -293,7 +266,7 @@ func (m *Memory) Save() error {
 	for k, e := range m.entries {
 		all[k] = e
 	}
-	if err := writeFileAtomic(m.path, encodeMemory(all), 0o644, false); err != nil {
+	if err := cache.NoSpace(digestsFormat.Save(m.path, encodeMemory(all), 0o644), filepath.Dir(m.path)); err != nil {
 		return err
 	}
 	m.dirty = false

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 )
 
 func TestMemorySkipsUnchangedFiles(t *testing.T) {
@@ -78,7 +78,7 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "digests")
 	good := encodeMemory(map[string]memEntry{"f": {size: 1, mtime: 2}})
-	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-binenc.TrailerSize-1]) + "\x05" + string(good[len(good)-binenc.TrailerSize:])} {
+	for _, data := range []string{"", "garbage\n", "cairn-digests 1\n", string(good[:len(good)-1]), string(good[:len(good)-hint.TrailerSize-1]) + "\x05" + string(good[len(good)-hint.TrailerSize:])} {
 		os.WriteFile(p, []byte(data), 0o644)
 		if m := LoadMemory(p); len(m.entries)+len(m.file.recs) != 0 {
 			t.Errorf("%q: %d entries, want 0", data, len(m.entries)+len(m.file.recs))
@@ -216,7 +216,7 @@ func TestMemoryFileInPlace(t *testing.T) {
 	}
 
 	// Records out of order (a checksummed file no cairn writes).
-	w := binenc.NewWriter(digestsHeader, 0)
+	w := digestsFormat.Writer(0)
 	w.Len(2)
 	for _, path := range []string{"b", "a"} {
 		writeMemEntry(w, path, in["a"])

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/fsx"
 	"golang.org/x/sys/unix"
 )
@@ -372,7 +373,7 @@ func kernelExecs(p string, id fileID) bool {
 	}
 	head := fileHead(p)
 	if isELF(head) {
-		if id.ctime < time.Now().UnixNano()-racySlack(id.ctime) {
+		if !hint.Recent(id.ctime, time.Now().UnixNano()) {
 			elfFiles.Store(p, id)
 		}
 		return true

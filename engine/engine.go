@@ -1,16 +1,15 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -73,7 +72,7 @@ func LoadMemories(dir string) *Memories {
 	var wg sync.WaitGroup
 	wg.Go(func() { m.digests = LoadMemory(filepath.Join(state, "digests")) })
 	wg.Go(func() {
-		m.keys = loadKeyIndex(filepath.Join(state, "keys.json"))
+		m.keys = loadKeyIndex(filepath.Join(state, "keys"))
 		m.phaseKeys = loadPhaseKeys(filepath.Join(state, "phasekeys"))
 	})
 	wg.Go(func() { m.entries = cache.LoadEntryMemo(filepath.Join(state, "entries")) })
@@ -149,95 +148,62 @@ func (e *Engine) Workspace() *Workspace { return &e.ws }
 type keyIndex struct {
 	path  string
 	mu    sync.Mutex
-	keys  map[string]string
+	keys  map[string]cache.ActionID
 	dirty bool
 }
 
-func loadKeyIndex(path string) *keyIndex {
-	ki := &keyIndex{path: path, keys: map[string]string{}}
-	if b, err := os.ReadFile(path); err == nil {
-		if m, ok := parseKeyIndex(b); ok {
-			ki.keys = m
-		} else {
-			_ = json.Unmarshal(b, &ki.keys)
+// keysStore is the last keys' file: per phase, sorted by address, the
+// address and the key.
+var keysStore = hint.Store[map[string]cache.ActionID]{
+	Format:   hint.NewFormat("last-keys", 1, "ws"),
+	Perm:     0o644,
+	SizeHint: func(m map[string]cache.ActionID) int { return len(m) * (40 + len(cache.ActionID{})) },
+	Encode: func(w *hint.Writer, m map[string]cache.ActionID) {
+		addrs := make([]string, 0, len(m))
+		for addr := range m {
+			addrs = append(addrs, addr)
 		}
+		slices.Sort(addrs)
+		w.Len(len(addrs))
+		for _, addr := range addrs {
+			id := m[addr]
+			w.Str(addr)
+			w.Fixed(id[:])
+		}
+	},
+	Decode: func(r *hint.Reader) (map[string]cache.ActionID, error) {
+		n := r.Len()
+		m := make(map[string]cache.ActionID, n)
+		for i := 0; i < n && r.OK(); i++ {
+			addr := r.Str()
+			var id cache.ActionID
+			r.Fixed(id[:])
+			m[addr] = id
+		}
+		return m, nil
+	},
+}
+
+func loadKeyIndex(path string) *keyIndex {
+	ki := &keyIndex{path: path}
+	ki.keys, _ = keysStore.Load(path)
+	if ki.keys == nil {
+		ki.keys = map[string]cache.ActionID{}
 	}
 	return ki
 }
 
-// parseKeyIndex reads keys.json in the layout save writes (one
-// `  "addr": "key"` line per phase, sorted, no escapes) without
-// encoding/json's reflection, which took a no-op run of 1,000 phases a
-// millisecond and a half. Anything else is not ok, and is left to
-// encoding/json; what it accepts, encoding/json reads the same.
-func parseKeyIndex(b []byte) (map[string]string, bool) {
-	rest, ok := bytes.CutPrefix(b, []byte("{\n"))
-	if !ok || bytes.IndexByte(b, '\\') >= 0 {
-		return nil, false
-	}
-	m := make(map[string]string, bytes.Count(rest, []byte{'\n'}))
-	prev := ""
-	for comma := true; ; {
-		line, more, ok := bytes.Cut(rest, []byte{'\n'})
-		if !ok {
-			return nil, false
-		}
-		if string(line) == "}" {
-			if comma || len(more) != 0 || len(m) == 0 {
-				return nil, false
-			}
-			return m, true
-		}
-		if !comma {
-			return nil, false
-		}
-		line, comma = bytes.CutSuffix(line, []byte(","))
-		body, ok := bytes.CutPrefix(line, []byte(`  "`))
-		if !ok {
-			return nil, false
-		}
-		k, v, ok := bytes.Cut(body, []byte(`": "`))
-		if !ok || len(v) == 0 || v[len(v)-1] != '"' {
-			return nil, false
-		}
-		v = v[:len(v)-1]
-		if !plainJSONString(k) || !plainJSONString(v) || string(k) <= prev && len(m) > 0 {
-			return nil, false
-		}
-		prev = string(k)
-		m[prev] = string(v)
-		rest = more
-	}
-}
-
-// plainJSONString reports whether b, between quotes, is a JSON string
-// that means its own bytes: valid UTF-8 without quotes, backslashes,
-// control characters or the characters encoding/json escapes for HTML.
-func plainJSONString(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return utf8.Valid(b) && !bytes.Contains(b, []byte("\u2028")) && !bytes.Contains(b, []byte("\u2029"))
-}
-
 func (ki *keyIndex) get(addr string) (cache.ActionID, bool) {
 	ki.mu.Lock()
-	s, ok := ki.keys[addr]
+	id, ok := ki.keys[addr]
 	ki.mu.Unlock()
-	if !ok {
-		return cache.ActionID{}, false
-	}
-	id, err := cache.ParseActionID(s)
-	return id, err == nil
+	return id, ok
 }
 
 func (ki *keyIndex) set(addr string, key cache.ActionID) {
-	s := key.String()
 	ki.mu.Lock()
-	if ki.keys[addr] != s {
-		ki.keys[addr] = s
+	if cur, ok := ki.keys[addr]; !ok || cur != key {
+		ki.keys[addr] = key
 		ki.dirty = true
 	}
 	ki.mu.Unlock()
@@ -249,11 +215,7 @@ func (ki *keyIndex) save() error {
 	if !ki.dirty {
 		return nil
 	}
-	b, err := json.MarshalIndent(ki.keys, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(ki.path, append(b, '\n'), 0o644, false); err != nil {
+	if err := cache.NoSpace(keysStore.Save(ki.path, ki.keys), filepath.Dir(ki.path)); err != nil {
 		return err
 	}
 	ki.dirty = false

@@ -1,66 +1,77 @@
 package engine
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
-// TestParseKeyIndex: the fast reader of keys.json takes exactly the
-// layout keyIndex.save writes, agrees with encoding/json on it, and
-// leaves every other file to encoding/json.
-func TestParseKeyIndex(t *testing.T) {
-	saved := func(m map[string]string) []byte {
-		b, err := json.MarshalIndent(m, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return append(b, '\n')
+// TestKeyIndexHint: the last keys saved load back the same; a file cut
+// anywhere, with a byte flipped, or of another format loads as empty
+// (a miss costs a diff in `cairn why`, never a wrong key).
+func TestKeyIndexHint(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "keys")
+	want := map[string]cache.ActionID{"prep": {1}, `train["m1"]`: {2}, "é": {3, 4}}
+	ki := loadKeyIndex(p)
+	for addr, id := range want {
+		ki.set(addr, id)
 	}
-	good := map[string]string{"prep": "aa", `train["m1"]`: "bb", "eval/x": "cc", "é": "dd"}
-	tests := []struct {
-		name string
-		in   []byte
-		ok   bool
-	}{
-		{"as saved, plain names", saved(map[string]string{"a": "1", "b": "2", "é": "3"}), true},
-		{"as saved, names with quotes (escaped)", saved(good), false},
-		{"empty map", saved(map[string]string{}), false},
-		{"trailing comma", []byte("{\n  \"a\": \"1\",\n}\n"), false},
-		{"missing comma", []byte("{\n  \"a\": \"1\"\n  \"b\": \"2\"\n}\n"), false},
-		{"unsorted", []byte("{\n  \"b\": \"1\",\n  \"a\": \"2\"\n}\n"), false},
-		{"duplicate", []byte("{\n  \"a\": \"1\",\n  \"a\": \"2\"\n}\n"), false},
-		{"no final newline", []byte("{\n  \"a\": \"1\"\n}"), false},
-		{"html character", []byte("{\n  \"a<b\": \"1\"\n}\n"), false},
-		{"invalid utf-8", []byte("{\n  \"a\xff\": \"1\"\n}\n"), false},
-		{"compact", []byte(`{"a":"1"}`), false},
-	}
-	for _, tt := range tests {
-		got, ok := parseKeyIndex(tt.in)
-		if ok != tt.ok {
-			t.Errorf("%s: ok = %v, want %v", tt.name, ok, tt.ok)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		var want map[string]string
-		if err := json.Unmarshal(tt.in, &want); err != nil {
-			t.Fatalf("%s: encoding/json: %v", tt.name, err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s (-encoding/json +fast):\n%s", tt.name, diff)
-		}
-	}
-	// Whatever the path, loadKeyIndex reads what save wrote.
-	p := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(p, saved(good), 0o644); err != nil {
+	if err := ki.save(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(good, loadKeyIndex(p).keys); diff != "" {
-		t.Errorf("loadKeyIndex (-saved +loaded):\n%s", diff)
+	if diff := cmp.Diff(want, loadKeyIndex(p).keys); diff != "" {
+		t.Fatalf("round trip (-saved +loaded):\n%s", diff)
+	}
+	good, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var damaged [][]byte
+	for i := range good {
+		damaged = append(damaged, good[:i])
+		c := append([]byte(nil), good...)
+		c[i] ^= 0x20
+		damaged = append(damaged, c)
+	}
+	damaged = append(damaged, []byte("{\n  \"prep\": \""+cache.ActionID{1}.String()+"\"\n}\n"))
+	for _, b := range damaged {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := loadKeyIndex(p).keys; len(got) != 0 {
+			t.Fatalf("damaged file %q loaded %v, want nothing", b, got)
+		}
 	}
 }
+
+func benchLoadKeyIndex(b *testing.B, name string) {
+	p := filepath.Join(b.TempDir(), "keys")
+	ki := loadKeyIndex(p)
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf(name, i)
+		ki.set(names[i], cache.ActionID{byte(i), byte(i >> 8)})
+	}
+	if err := ki.save(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ki := loadKeyIndex(p)
+		for _, n := range names {
+			if _, ok := ki.get(n); !ok {
+				b.Fatal("miss")
+			}
+		}
+	}
+}
+
+// The last keys of 1,000 phases loaded and each looked up, as a no-op run
+// does, with plain addresses and with for_each instances' quoted keys.
+func BenchmarkLoadKeyIndexPlain1000(b *testing.B)  { benchLoadKeyIndex(b, "cell-%04d") }
+func BenchmarkLoadKeyIndexQuoted1000(b *testing.B) { benchLoadKeyIndex(b, `train["cell-%04d"]`) }

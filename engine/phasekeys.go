@@ -4,18 +4,17 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/spec"
 )
 
-// phaseKeysHeader starts the phase-key memory file.
-const phaseKeysHeader = "cairn-phase-keys 2\n"
+// phaseKeysFormat is the phase-key memory file's.
+var phaseKeysFormat = hint.NewFormat("phase-keys", 2, "ws")
 
 // phaseKeys remembers, per phase, the key a full computation gave and a
 // fingerprint of everything it was computed from, with the input files
@@ -51,12 +50,8 @@ type phaseKey struct {
 // file gives an empty memory.
 func loadPhaseKeys(path string) *phaseKeys {
 	pk := &phaseKeys{path: path, entries: map[string]phaseKey{}, used: map[string]bool{}}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return pk
-	}
-	r, err := binenc.OpenOwned(b, phaseKeysHeader) // b is dropped: the addresses may share it
-	if err != nil {
+	r, ok := phaseKeysFormat.Read(path)
+	if !ok {
 		return pk
 	}
 	if entries, err := readPhaseKeys(r, spec.ExeID()); err == nil {
@@ -65,10 +60,10 @@ func loadPhaseKeys(path string) *phaseKeys {
 	return pk
 }
 
-// The file (package binenc) holds the build that wrote it, the entry
+// The file (package hint) holds the build that wrote it, the entry
 // count, then per entry the phase address, the fingerprint and the key.
 
-func readPhaseKeys(r *binenc.Reader, build string) (map[string]phaseKey, error) {
+func readPhaseKeys(r *hint.Reader, build string) (map[string]phaseKey, error) {
 	if r.Str() != build {
 		return nil, fmt.Errorf("written by another build of cairn")
 	}
@@ -93,7 +88,7 @@ func encodePhaseKeys(entries map[string]phaseKey, build string) []byte {
 		addrs = append(addrs, a)
 	}
 	slices.Sort(addrs)
-	w := binenc.NewWriter(phaseKeysHeader, len(addrs)*(80+sha256.Size))
+	w := phaseKeysFormat.Writer(len(addrs) * (80 + sha256.Size))
 	w.Str(build)
 	w.Len(len(addrs))
 	for _, a := range addrs {
@@ -158,7 +153,7 @@ func (pk *phaseKeys) save() error {
 			}
 		}
 	}
-	if err := writeFileAtomic(pk.path, encodePhaseKeys(pk.entries, spec.ExeID()), 0o644, false); err != nil {
+	if err := phaseKeysFormat.Save(pk.path, encodePhaseKeys(pk.entries, spec.ExeID()), 0o644); err != nil {
 		return fmt.Errorf("save phase keys: %w", err)
 	}
 	pk.dirty = false
@@ -211,8 +206,8 @@ func appendStr(b []byte, s string) []byte {
 }
 
 // calm reports whether every input of g was last modified (its mtime and
-// its ctime) clearly before began (the racy rule): no edit made after began can have left an input
-// with the stat g holds.
+// its ctime) clearly before began (the racy rule): no edit made after
+// began can have left an input with the stat g holds.
 func (g *gathered) calm(began int64) bool {
 	for _, f := range g.files {
 		if !f.stated || racyAt(f.st, began) {

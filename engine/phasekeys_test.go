@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -347,9 +347,9 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 		t.Fatalf("round trip (-want +got):\n%s", diff)
 	}
 	for name, b := range map[string][]byte{
-		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysHeader)+3] ^= 1; return c }(),
+		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysFormat.Header())+3] ^= 1; return c }(),
 		"cut short":     good[:len(good)-1],
-		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysHeader):]...),
+		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysFormat.Header()):]...),
 		"another build": encodePhaseKeys(entries, spec.ExeID()+" rebuilt"),
 	} {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
@@ -366,13 +366,13 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 func FuzzPhaseKeys(f *testing.F) {
 	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
 	f.Add(good, false)
-	f.Add(good[:len(good)-binenc.TrailerSize], true)
-	f.Add([]byte(phaseKeysHeader), true)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
+	f.Add([]byte(phaseKeysFormat.Header()), true)
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
-		r, err := binenc.Open(b, phaseKeysHeader)
+		r, err := phaseKeysFormat.Open(b)
 		if err != nil {
 			return
 		}
@@ -380,7 +380,7 @@ func FuzzPhaseKeys(f *testing.F) {
 		if err != nil {
 			return
 		}
-		r2, err := binenc.Open(encodePhaseKeys(got, "build"), phaseKeysHeader)
+		r2, err := phaseKeysFormat.Open(encodePhaseKeys(got, "build"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -13,8 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/cairn-run/cairn/internal/binenc"
-	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/hint"
 )
 
 // The spec memo is all or nothing: after any edit of the spec, the whole
@@ -29,9 +27,36 @@ import (
 // spec) is never kept. After an edit elsewhere, the keys are taken from
 // there instead of evaluating the expression again.
 
-// eachMemoHeader starts a for_each memo file; its number is the layout's
-// version.
-const eachMemoHeader = "cairn-each-memo 1\n"
+// eachMemoStore is the for_each memo file: per block, sorted by name, the
+// block's name, the hash and the keys.
+var eachMemoStore = hint.Store[map[string]eachRecord]{
+	Format: hint.NewFormat("each-memo", 1, "each-memo"),
+	Perm:   0o600,
+	SizeHint: func(recs map[string]eachRecord) int {
+		size := 0
+		for _, r := range recs {
+			size += 80 + 12*len(r.keys)
+		}
+		return size
+	},
+	Encode: func(w *hint.Writer, recs map[string]eachRecord) {
+		w.Len(len(recs))
+		for _, name := range sortedKeys(recs) {
+			w.Str(name)
+			w.Str(recs[name].hash)
+			w.Strs(recs[name].keys)
+		}
+	},
+	Decode: func(r *hint.Reader) (map[string]eachRecord, error) {
+		n := r.Len()
+		recs := make(map[string]eachRecord, min(n, 1024))
+		for i := 0; i < n && r.OK(); i++ {
+			name := r.Str()
+			recs[name] = eachRecord{hash: r.Str(), keys: r.Strs()}
+		}
+		return recs, nil
+	},
+}
 
 // eachMemo is the for_each memory of one load: what the file held, and
 // what this load computed (written back when the load succeeds).
@@ -73,7 +98,7 @@ func (m *eachMemo) hashFor(rp *rawPhase, sc *scope) (string, bool) {
 		return "", false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s%s\n%d\n", eachMemoHeader, exeID(), rng.End.Byte-rng.Start.Byte)
+	fmt.Fprintf(h, "%s%s\n%d\n", eachMemoStore.Format.Header(), exeID(), rng.End.Byte-rng.Start.Byte)
 	h.Write(m.src[rng.Start.Byte:rng.End.Byte])
 	names := map[string]cty.Value{}
 	for _, tr := range rp.forEach.Variables() {
@@ -138,9 +163,7 @@ func readsOutside(x hclsyntax.Expression) bool {
 func (m *eachMemo) lookup(rp *rawPhase, hash string) ([]eachItem, bool) {
 	if !m.loaded {
 		m.loaded = true
-		if b, err := os.ReadFile(m.path); err == nil {
-			m.old, _ = decodeEachMemo(b)
-		}
+		m.old, _ = eachMemoStore.Load(m.path)
 	}
 	rec, ok := m.old[rp.name]
 	if !ok || rec.hash != hash {
@@ -181,44 +204,7 @@ func (m *eachMemo) keepRecord(block string, rec eachRecord) {
 // write replaces the file with the records of this load.
 func (m *eachMemo) write() error {
 	if len(m.fresh) == 0 {
-		if err := os.Remove(m.path); err != nil && !os.IsNotExist(err) {
-			return err
-		}
-		return nil
+		return hint.Remove(m.path)
 	}
-	return fsx.WriteFileAtomic(m.path, encodeEachMemo(m.fresh), 0o600, "each-memo", false, false)
-}
-
-func encodeEachMemo(recs map[string]eachRecord) []byte {
-	size := 0
-	for _, r := range recs {
-		size += 80 + 12*len(r.keys)
-	}
-	w := binenc.NewWriter(eachMemoHeader, size)
-	w.Len(len(recs))
-	for _, name := range sortedKeys(recs) {
-		w.Str(name)
-		w.Str(recs[name].hash)
-		w.Strs(recs[name].keys)
-	}
-	return w.Finish()
-}
-
-// decodeEachMemo decodes a for_each memo file's bytes (any bytes: a
-// damaged file is an error, never a panic, and is then ignored).
-func decodeEachMemo(b []byte) (map[string]eachRecord, error) {
-	r, err := binenc.OpenOwned(b, eachMemoHeader)
-	if err != nil {
-		return nil, err
-	}
-	n := r.Len()
-	recs := make(map[string]eachRecord, min(n, 1024))
-	for i := 0; i < n && r.OK(); i++ {
-		name := r.Str()
-		recs[name] = eachRecord{hash: r.Str(), keys: r.Strs()}
-	}
-	if err := r.Err(); err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return eachMemoStore.Save(m.path, m.fresh)
 }

@@ -148,15 +148,15 @@ func TestEachMemoDamaged(t *testing.T) {
 // FuzzEachMemoDecode: any bytes decode to records or an error, never a
 // panic, and records encode back to what decodes to them.
 func FuzzEachMemoDecode(f *testing.F) {
-	f.Add(encodeEachMemo(map[string]eachRecord{"cell": {hash: "h", keys: []string{"a", "b"}}}))
-	f.Add(encodeEachMemo(map[string]eachRecord{}))
-	f.Add([]byte(eachMemoHeader))
+	f.Add(eachMemoStore.Marshal(map[string]eachRecord{"cell": {hash: "h", keys: []string{"a", "b"}}}))
+	f.Add(eachMemoStore.Marshal(map[string]eachRecord{}))
+	f.Add([]byte(eachMemoStore.Format.Header()))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		recs, err := decodeEachMemo(b)
+		recs, err := eachMemoStore.Unmarshal(b)
 		if err != nil {
 			return
 		}
-		again, err := decodeEachMemo(encodeEachMemo(recs))
+		again, err := eachMemoStore.Unmarshal(eachMemoStore.Marshal(recs))
 		if err != nil {
 			t.Fatalf("re-encoded records do not decode: %v", err)
 		}

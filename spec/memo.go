@@ -16,8 +16,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/cairn-run/cairn/dag"
-	"github.com/cairn-run/cairn/internal/binenc"
-	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/hint"
 )
 
 // The spec memo keeps the evaluated model of a spec on disk so that a
@@ -31,8 +30,9 @@ import (
 // variables or with warnings is never memoised (sensitive values must not
 // reach the disk; warnings must be shown every time).
 
-// memoFormat is the version of the memo's layout.
-const memoFormat = 5
+// memoFormat is the version of the memo's layout (its header also names
+// the generated layout of the model, memoLayout).
+const memoFormat = 6
 
 // readLog records what evaluation read from outside the spec.
 type readLog struct {
@@ -95,7 +95,7 @@ type memoRecord struct {
 // spec's name, directory and bytes, the -var-file contents and -var values.
 func memoKey(filename, dir string, src []byte, opts Options) (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "cairn-spec-memo %d\n%s\n%s\n%s\n%d\n", memoFormat, exeID(), filename, dir, len(src))
+	fmt.Fprintf(h, "cairn-spec-memo %d %s\n%s\n%s\n%s\n%d\n", memoFormat, memoLayout, exeID(), filename, dir, len(src))
 	h.Write(src)
 	for _, vf := range opts.VarFiles {
 		b, err := os.ReadFile(vf)
@@ -256,7 +256,7 @@ func memoKeyIs(path, key string) bool {
 	if !ok {
 		return false
 	}
-	r := binenc.NewReader(head)
+	r := hint.NewReader(head)
 	return r.Str() == key && r.OK()
 }
 
@@ -333,5 +333,5 @@ func writeMemo(path, key string, log *readLog, s *Spec) error {
 		Experiment: s.Experiment, Variables: s.Variables, Pools: s.Pools,
 		Phases: s.Phases, Blocks: s.blocks,
 	}
-	return fsx.WriteFileAtomic(path, encodeMemo(&rec), 0o600, "spec-memo", false, false)
+	return memoFile.Save(path, encodeMemo(&rec), 0o600)
 }

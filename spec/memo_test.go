@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"golang.org/x/tools/txtar"
@@ -250,11 +250,11 @@ func FuzzDecodeMemo(f *testing.F) {
 	}
 	if b, err := os.ReadFile(memo); err == nil {
 		f.Add(b, false)
-		f.Add(b[:len(b)-binenc.TrailerSize], true)
+		f.Add(b[:len(b)-hint.TrailerSize], true)
 	}
 	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
 		if fixSum {
-			b = binenc.AppendTrailer(b[:len(b):len(b)])
+			b = hint.AppendTrailer(b[:len(b):len(b)])
 		}
 		rec, err := decodeMemo(b)
 		if err != nil {

@@ -3,26 +3,28 @@ package spec
 import (
 	"errors"
 	"sync"
-	"time"
 
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/cairn-run/cairn/internal/binenc"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
 )
 
-// The memo file is binary (package binenc), not gob: decoding it is on
+// The memo file is binary (package hint), not gob: decoding it is on
 // every no-op run's start, and gob's reflection would be most of that
-// start. Every field of the model is written explicitly; the test
-// TestMemoCodecCoversEveryField fills every field of every type by
-// reflection and fails if one does not survive a round trip, so a field
-// added to the model cannot be silently dropped from the memo.
+// start. The model's types are written field by field by code generated
+// from them (memocodec_gen.go, see memogen_test.go), so a field added to
+// the model needs `go generate ./spec`, nothing else: the generated
+// layout's hash is part of the header. TestMemoCodecCoversEveryField
+// fills every field of every type by reflection and fails if one does
+// not survive a round trip.
 
-// memoHeader starts a memo file; its number is the layout's version.
-const memoHeader = "cairn-spec-memo 4\n"
+// memoFile is the memo file's format; memoHeader starts it.
+var (
+	memoFile   = hint.NewFormat("spec-memo", memoFormat, "spec-memo").WithLayout(memoLayout)
+	memoHeader = memoFile.Header()
+)
 
 func encodeMemo(rec *memoRecord) []byte {
-	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
+	w := memoFile.Writer(256 * len(rec.Phases))
 	w.Str(rec.Key)
 	writeStrMap(w, rec.Files)
 	w.NilLen(len(rec.Env), rec.Env == nil)
@@ -38,16 +40,13 @@ func encodeMemo(rec *memoRecord) []byte {
 	writeStrMap(w, rec.Variables)
 	w.NilLen(len(rec.Pools), rec.Pools == nil)
 	for _, k := range sortedKeys(rec.Pools) {
-		p := rec.Pools[k]
 		w.Str(k)
-		w.Str(p.Name)
-		w.Int(int64(p.Size))
-		writeRange(w, p.DeclRange)
+		writePool(w, rec.Pools[k])
 	}
 	// Each phase is a nested record (its length, then its bytes), so a
 	// reader can cut them apart first and decode them on all cores.
 	w.NilLen(len(rec.Phases), rec.Phases == nil)
-	pw := &binenc.Writer{}
+	pw := &hint.Writer{}
 	for _, p := range rec.Phases {
 		pw.B = pw.B[:0]
 		writePhase(pw, p)
@@ -61,7 +60,7 @@ func encodeMemo(rec *memoRecord) []byte {
 // decodeMemoBytes decodes a memo. The strings of the model are slices of
 // b's memory (no copy of a memo of megabytes): the caller hands b over.
 func decodeMemoBytes(b []byte) (*memoRecord, error) {
-	r, err := binenc.OpenOwned(b, memoHeader)
+	r, err := memoFile.OpenOwned(b)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +81,8 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 		rec.Pools = make(map[string]*Pool, n)
 		for i := 0; i < n && r.OK(); i++ {
 			k := r.Str()
-			p := &Pool{Name: r.Str(), Size: int(r.Int())}
-			p.DeclRange = readRange(r)
+			p := &Pool{}
+			readPool(r, p)
 			rec.Pools[k] = p
 		}
 	}
@@ -107,95 +106,6 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 	return rec, nil
 }
 
-func writeExperiment(w *binenc.Writer, x *Experiment) {
-	w.Str(x.Name)
-	w.Str(x.Description)
-	w.Int(int64(x.Concurrency))
-	w.Str(x.CacheDir)
-	w.Bool(x.CacheShared)
-	w.Str(x.CacheRemote)
-	w.Bool(x.CacheRequireSigned)
-	writeFloatPtr(w, x.Budget.MaxCost)
-	w.Str(x.Executor)
-	writeSlurm(w, &x.Slurm)
-}
-
-func readExperiment(r *binenc.Reader, x *Experiment) {
-	x.Name, x.Description = r.Str(), r.Str()
-	x.Concurrency = int(r.Int())
-	x.CacheDir = r.Str()
-	x.CacheShared = r.Bool()
-	x.CacheRemote = r.Str()
-	x.CacheRequireSigned = r.Bool()
-	x.Budget.MaxCost = readFloatPtr(r)
-	x.Executor = r.Str()
-	readSlurm(r, &x.Slurm)
-}
-
-func writeSlurm(w *binenc.Writer, s *Slurm) {
-	w.Str(s.Partition)
-	w.Int(int64(s.CPUs))
-	w.Str(s.Mem)
-	w.Str(s.Gres)
-	w.Int(int64(s.Time))
-	w.Str(s.Account)
-	w.Str(s.QoS)
-	w.Strs(s.ExtraArgs)
-}
-
-func readSlurm(r *binenc.Reader, s *Slurm) {
-	s.Partition = r.Str()
-	s.CPUs = int(r.Int())
-	s.Mem, s.Gres = r.Str(), r.Str()
-	s.Time = time.Duration(r.Int())
-	s.Account, s.QoS = r.Str(), r.Str()
-	s.ExtraArgs = r.Strs()
-}
-
-func writePhase(w *binenc.Writer, p *Phase) {
-	w.Str(p.Addr)
-	w.Str(p.Block)
-	w.Str(p.Key)
-	w.Bool(p.HasForEach)
-	w.Str(p.Description)
-	w.Strs(p.Command)
-	w.Bool(p.Shell)
-	w.Strs(p.Inputs)
-	w.NilLen(len(p.Outputs), p.Outputs == nil)
-	for _, o := range p.Outputs {
-		w.Str(o.Name)
-		w.Str(o.Path)
-	}
-	writeStrMap(w, p.Params)
-	w.Strs(p.Metrics)
-	w.Strs(p.Temporary)
-	writeStrMap(w, p.Env)
-	w.Strs(p.SecretEnv)
-	w.Strs(p.PassEnv)
-	w.Str(p.Workdir)
-	w.Bool(p.Cache)
-	w.Bool(p.NoPipefail)
-	w.Int(int64(p.Budget.Timeout))
-	w.Int(int64(p.Budget.Retries))
-	writeFloatPtr(w, p.Budget.MaxCost)
-	if p.Budget.MaxIterations == nil {
-		w.Bool(false)
-	} else {
-		w.Bool(true)
-		w.Int(*p.Budget.MaxIterations)
-	}
-	writeStrMap(w, p.EnvRead)
-	w.NilLen(len(p.Resources), p.Resources == nil)
-	for _, k := range sortedKeys(p.Resources) {
-		w.Str(k)
-		w.Int(int64(p.Resources[k]))
-	}
-	w.Str(p.Executor)
-	writeSlurm(w, &p.Slurm)
-	writeStrsMap(w, p.Upstream)
-	writeRange(w, p.DeclRange)
-}
-
 // readPhases decodes the phase records recs into phases, side by side on
 // all cores for a large spec: the phases are most of a memo's bytes, and
 // decoding them lies on the path of every run before its first decision.
@@ -204,8 +114,9 @@ func readPhases(recs []string, phases []*Phase) error {
 	workers := min(cores.N, (len(recs)+chunk-1)/chunk)
 	decode := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
-			r := binenc.NewReader(recs[i])
-			phases[i] = readPhase(r)
+			r := hint.NewReader(recs[i])
+			phases[i] = &Phase{}
+			readPhase(r, phases[i])
 			if err := r.Err(); err != nil {
 				return err
 			}
@@ -226,88 +137,9 @@ func readPhases(recs []string, phases []*Phase) error {
 	return errors.Join(errs...)
 }
 
-func readPhase(r *binenc.Reader) *Phase {
-	p := &Phase{}
-	p.Addr, p.Block, p.Key = r.Str(), r.Str(), r.Str()
-	p.HasForEach = r.Bool()
-	p.Description = r.Str()
-	p.Command = r.Strs()
-	p.Shell = r.Bool()
-	p.Inputs = r.Strs()
-	if n, ok := r.NilLen(); ok {
-		p.Outputs = make([]Output, n)
-		for i := range p.Outputs {
-			p.Outputs[i] = Output{Name: r.Str(), Path: r.Str()}
-		}
-	}
-	p.Params = readStrMap(r)
-	p.Metrics = r.Strs()
-	p.Temporary = r.Strs()
-	p.Env = readStrMap(r)
-	p.SecretEnv = r.Strs()
-	p.PassEnv = r.Strs()
-	p.Workdir = r.Str()
-	p.Cache = r.Bool()
-	p.NoPipefail = r.Bool()
-	p.Budget.Timeout = time.Duration(r.Int())
-	p.Budget.Retries = int(r.Int())
-	p.Budget.MaxCost = readFloatPtr(r)
-	if r.Bool() {
-		v := r.Int()
-		p.Budget.MaxIterations = &v
-	}
-	p.EnvRead = readStrMap(r)
-	if n, ok := r.NilLen(); ok {
-		p.Resources = make(map[string]int, n)
-		for i := 0; i < n && r.OK(); i++ {
-			k := r.Str()
-			p.Resources[k] = int(r.Int())
-		}
-	}
-	p.Executor = r.Str()
-	readSlurm(r, &p.Slurm)
-	p.Upstream = readStrsMap(r)
-	p.DeclRange = readRange(r)
-	return p
-}
-
-func writeRange(w *binenc.Writer, rg hcl.Range) {
-	w.Str(rg.Filename)
-	for _, pos := range []hcl.Pos{rg.Start, rg.End} {
-		w.Int(int64(pos.Line))
-		w.Int(int64(pos.Column))
-		w.Int(int64(pos.Byte))
-	}
-}
-
-func readRange(r *binenc.Reader) hcl.Range {
-	rg := hcl.Range{Filename: r.Str()}
-	for _, pos := range []*hcl.Pos{&rg.Start, &rg.End} {
-		pos.Line, pos.Column, pos.Byte = int(r.Int()), int(r.Int()), int(r.Int())
-	}
-	return rg
-}
-
-func writeFloatPtr(w *binenc.Writer, f *float64) {
-	if f == nil {
-		w.Bool(false)
-		return
-	}
-	w.Bool(true)
-	w.Float(*f)
-}
-
-func readFloatPtr(r *binenc.Reader) *float64 {
-	if !r.Bool() {
-		return nil
-	}
-	f := r.Float()
-	return &f
-}
-
 // Maps are written in key order, with their length plus one (0 for nil).
 
-func writeStrMap(w *binenc.Writer, m map[string]string) {
+func writeStrMap(w *hint.Writer, m map[string]string) {
 	w.NilLen(len(m), m == nil)
 	for _, k := range sortedKeys(m) {
 		w.Str(k)
@@ -315,7 +147,7 @@ func writeStrMap(w *binenc.Writer, m map[string]string) {
 	}
 }
 
-func readStrMap(r *binenc.Reader) map[string]string {
+func readStrMap(r *hint.Reader) map[string]string {
 	n, ok := r.NilLen()
 	if !ok {
 		return nil
@@ -328,7 +160,7 @@ func readStrMap(r *binenc.Reader) map[string]string {
 	return m
 }
 
-func writeStrsMap(w *binenc.Writer, m map[string][]string) {
+func writeStrsMap(w *hint.Writer, m map[string][]string) {
 	w.NilLen(len(m), m == nil)
 	for _, k := range sortedKeys(m) {
 		w.Str(k)
@@ -336,7 +168,7 @@ func writeStrsMap(w *binenc.Writer, m map[string][]string) {
 	}
 }
 
-func readStrsMap(r *binenc.Reader) map[string][]string {
+func readStrsMap(r *hint.Reader) map[string][]string {
 	n, ok := r.NilLen()
 	if !ok {
 		return nil

@@ -35,7 +35,7 @@ func reseal(b []byte) []byte {
 // different run); `cairn resume` then refuses with a message saying what
 // is wrong and how to go on, and never panics; a following `cairn run`
 // succeeds and finds every result in the cache. The other state files
-// (digests, entries, keys.json, phasekeys, lock, current) damaged the same ways never
+// (digests, entries, keys, phasekeys, lock, current) damaged the same ways never
 // stop a run nor lose a cache entry.
 func TestDamagedState(t *testing.T) {
 	began := time.Now()
@@ -160,7 +160,7 @@ func TestDamagedState(t *testing.T) {
 
 	// The other state files: a run goes on and loses nothing.
 	others, otherOK := 0, 0
-	for _, name := range []string{"digests", "entries", "keys.json", "phasekeys", "lock", "current"} {
+	for _, name := range []string{"digests", "entries", "keys", "phasekeys", "lock", "current"} {
 		p := filepath.Join(w.ws, ".cairn", name)
 		good, err := os.ReadFile(p)
 		if err != nil || len(good) == 0 {
@@ -185,7 +185,7 @@ func TestDamagedState(t *testing.T) {
 				otherOK++
 			}
 		}
-		if name == "digests" || name == "entries" || name == "keys.json" || name == "phasekeys" {
+		if name == "digests" || name == "entries" || name == "keys" || name == "phasekeys" {
 			if err := os.WriteFile(p, good, 0o644); err != nil {
 				t.Fatal(err)
 			}

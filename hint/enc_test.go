@@ -1,4 +1,4 @@
-package binenc
+package hint
 
 import (
 	"math"

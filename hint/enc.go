@@ -1,18 +1,18 @@
-// Package binenc writes and reads the compact binary records of cairn's
-// private memo files (the spec memo, the entry memo): varints,
-// length-prefixed strings and fixed-size byte arrays, framed by a header
-// line and a checksum trailer. A Reader never panics and never allocates
-// more than its input can hold, whatever the bytes: a damaged memo is an
-// error, and the caller then does the work the memo would have saved.
+// The encoding of hint files: varints, length-prefixed strings and
+// fixed-size byte arrays, framed by a header line and a checksum
+// trailer. A Reader never panics and never allocates more than its input
+// can hold, whatever the bytes: a damaged file is an error, and the
+// caller then does the work the file would have saved.
 //
 // The trailer is the XXH64 of everything before it (8 bytes, little
 // endian). It guards a private file of the user's own workspace against
 // torn writes and damaged disks, not against an adversary (who could as
 // well rewrite the file and its trailer), so a fast non-cryptographic
 // hash is enough: it checks the megabytes of a large memo at memory
-// speed, where SHA-256 cost a no-op run milliseconds. Anything read from
-// a shared cache is checked with SHA-256 by its own reader.
-package binenc
+// speed. Anything read from a shared cache is checked with SHA-256 by its
+// own reader.
+
+package hint
 
 import (
 	"encoding/binary"
