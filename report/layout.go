@@ -79,6 +79,52 @@ type lnode struct {
 // cycle are left out: callers pass validated, acyclic spec graphs.
 // The result depends only on the arguments, never on map order.
 func layoutGraph(names []string, edges [][2]string, group func(string) string, size func(string) (w, h int), labelW func(string) int) *diagram {
+	nodes, es := layoutNodes(names, edges, group, size)
+	n := len(nodes)
+	if len(es) == 0 {
+		// Nothing to layer by: wrap into columns rather than draw one
+		// endless column.
+		for i, v := range nodes {
+			v.layer = i / maxColumn
+		}
+	} else {
+		assignLayers(nodes, n, func(yield func(f, t int)) {
+			for _, e := range es {
+				yield(e.f, e.t)
+			}
+		})
+	}
+	nodes, chains := addDummies(nodes, es)
+	layers := order(nodes)
+	colW, colX, colH := place(nodes, layers, labelW)
+
+	d := &diagram{}
+	for _, v := range nodes[:n] {
+		d.Boxes = append(d.Boxes, box{ID: v.id, Group: v.group, Layer: v.layer, X: v.x, Y: v.y, W: v.w, H: v.h})
+	}
+	d.Routes = routes(nodes, chains, colX, colW)
+	d.Groups = groupBoxes(nodes, layers, colX, colW)
+	if l := len(layers); l > 0 {
+		d.W = colX[l-1] + colW[l-1] + groupPadX + margin
+	} else {
+		d.W = 2 * margin
+	}
+	d.H = 2*margin + slices.Max(append(colH, 0))
+	return d
+}
+
+// ledge is an edge between two vertices, by index.
+type ledge struct{ f, t int }
+
+// chain is an edge as drawn: from, to and the dummy vertices between.
+type chain struct {
+	from, to int
+	via      []int
+}
+
+// layoutNodes makes a vertex of each name (sorted, once each) and returns
+// the edges between them, sorted, without duplicates or self-edges.
+func layoutNodes(names []string, edges [][2]string, group func(string) string, size func(string) (w, h int)) ([]*lnode, []ledge) {
 	names = slices.Clone(names)
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -89,37 +135,21 @@ func layoutGraph(names []string, edges [][2]string, group func(string) string, s
 		w, h := size(n)
 		nodes[i] = &lnode{id: n, group: group(n), w: w, h: h}
 	}
-	type edge struct{ f, t int }
-	var es []edge
+	var es []ledge
 	for _, e := range edges {
 		f, okf := index[e[0]]
 		t, okt := index[e[1]]
 		if okf && okt && f != t {
-			es = append(es, edge{f, t})
+			es = append(es, ledge{f, t})
 		}
 	}
-	slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.f, b.f), cmp.Compare(a.t, b.t)) })
-	es = slices.Compact(es)
+	slices.SortFunc(es, func(a, b ledge) int { return cmp.Or(cmp.Compare(a.f, b.f), cmp.Compare(a.t, b.t)) })
+	return nodes, slices.Compact(es)
+}
 
-	if len(es) == 0 {
-		// Nothing to layer by: wrap into columns rather than draw one
-		// endless column.
-		for i, n := range nodes {
-			n.layer = i / maxColumn
-		}
-	} else {
-		assignLayers(nodes, len(names), func(yield func(f, t int)) {
-			for _, e := range es {
-				yield(e.f, e.t)
-			}
-		})
-	}
-
-	// Long edges get a dummy node in each layer they cross.
-	type chain struct {
-		from, to int
-		via      []int
-	}
+// addDummies links the layered vertices by es, giving a long edge a dummy
+// vertex in each layer it crosses; an edge closing a cycle is left out.
+func addDummies(nodes []*lnode, es []ledge) ([]*lnode, []chain) {
 	var chains []chain
 	for _, e := range es {
 		f, t := nodes[e.f], nodes[e.t]
@@ -138,14 +168,13 @@ func layoutGraph(names []string, edges [][2]string, group func(string) string, s
 		link(nodes, prev, e.t)
 		chains = append(chains, c)
 	}
+	return nodes, chains
+}
 
-	layers := order(nodes)
-	colW, colX, colH := place(nodes, layers, labelW)
-
-	d := &diagram{}
-	for _, n := range nodes[:len(names)] {
-		d.Boxes = append(d.Boxes, box{ID: n.id, Group: n.group, Layer: n.layer, X: n.x, Y: n.y, W: n.w, H: n.h})
-	}
+// routes draws each chain from its source's right side, through its
+// dummies' columns, to its target's left side.
+func routes(nodes []*lnode, chains []chain, colX, colW []int) []route {
+	var rs []route
 	for _, c := range chains {
 		f, t := nodes[c.from], nodes[c.to]
 		r := route{From: f.id, To: t.id}
@@ -155,8 +184,14 @@ func layoutGraph(names []string, edges [][2]string, group func(string) string, s
 			r.Points = append(r.Points, point{colX[n.layer], n.y + n.h/2}, point{colX[n.layer] + colW[n.layer], n.y + n.h/2})
 		}
 		r.Points = append(r.Points, point{t.x, t.y + t.h/2})
-		d.Routes = append(d.Routes, r)
+		rs = append(rs, r)
 	}
+	return rs
+}
+
+// groupBoxes frames each run of vertices of one group within a layer.
+func groupBoxes(nodes []*lnode, layers [][]int, colX, colW []int) []groupBox {
+	var gs []groupBox
 	for l, layer := range layers {
 		for i := 0; i < len(layer); {
 			g := nodes[layer[i]].group
@@ -166,7 +201,7 @@ func layoutGraph(names []string, edges [][2]string, group func(string) string, s
 			}
 			if g != "" {
 				first, last := nodes[layer[i]], nodes[layer[j-1]]
-				d.Groups = append(d.Groups, groupBox{
+				gs = append(gs, groupBox{
 					Name: g, Layer: l,
 					X: colX[l] - groupPadX, Y: first.y - groupPadTop,
 					W: colW[l] + 2*groupPadX, H: last.y + last.h + groupPadBottom - (first.y - groupPadTop),
@@ -175,13 +210,7 @@ func layoutGraph(names []string, edges [][2]string, group func(string) string, s
 			i = j
 		}
 	}
-	if n := len(layers); n > 0 {
-		d.W = colX[n-1] + colW[n-1] + groupPadX + margin
-	} else {
-		d.W = 2 * margin
-	}
-	d.H = 2*margin + slices.Max(append(colH, 0))
-	return d
+	return gs
 }
 
 func link(nodes []*lnode, f, t int) {
