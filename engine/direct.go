@@ -417,48 +417,26 @@ func fileHead(p string) []byte {
 // line is sh's to run, sh to report the problem. An error means a later
 // stage could not be started; the stages already started have been
 // killed and reaped.
-func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, *catStage, error) {
+func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, error) {
 	var opened []*os.File // cairn's copies, closed once the stages hold theirs
 	defer func() {
 		for _, f := range opened {
 			f.Close()
 		}
 	}()
-	// A first stage that cairn does itself: cat of regular files.
-	cat := openCat(dir, p)
-	first := 0 // the first stage run as a process
-	if cat != nil {
-		first = 1
-		defer func() {
-			if cat != nil && !cat.started {
-				cat.abandon()
-			}
-		}()
-		if stderr != nil {
-			if err := cat.setStderr(stderr); err != nil {
-				return nil, nil, fmt.Errorf("standard error of stage 1 (%s): %w", p[0].Args[0], err)
-			}
-		}
-	}
 	fds := make([][3]*os.File, len(p))
 	for i := range p {
 		fds[i] = [3]*os.File{stdin, stdout, stderr}
 		if i > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
+				return nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
 			}
-			if i == 1 && cat != nil {
-				cat.w = w // cat's end is its own
-				opened = append(opened, r)
-			} else {
-				opened = append(opened, r, w)
-			}
+			opened = append(opened, r, w)
 			fds[i-1][1], fds[i][0] = w, r
 		}
 	}
-	for i, st := range p[first:] {
-		i += first
+	for i, st := range p {
 		for _, r := range st.Redirs {
 			if r.Op == redirDup {
 				fds[i][r.FD] = fds[i][r.From]
@@ -466,15 +444,14 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 			}
 			f, err := openRedirect(dir, r)
 			if err != nil {
-				return nil, nil, nil
+				return nil, nil
 			}
 			opened = append(opened, f)
 			fds[i][r.FD] = f
 		}
 	}
-	cmds := make([]*exec.Cmd, 0, len(p)-first)
-	for i, st := range p[first:] {
-		i += first
+	cmds := make([]*exec.Cmd, 0, len(p))
+	for i, st := range p {
 		cmd := &exec.Cmd{Path: st.Exec, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
 		// An unset stream stays nil: os/exec then opens /dev/null.
 		if f := fds[i][0]; f != nil {
@@ -495,19 +472,15 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 	})
 	if err != nil {
 		if n == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
 		_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
 		for _, c := range cmds[:n] {
 			_ = c.Wait()
 		}
-		return nil, nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", first+n+1, p[first+n].Args[0], err)
+		return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", n+1, p[n].Args[0], err)
 	}
-	if cat != nil {
-		cat.started = true
-		go cat.run()
-	}
-	return cmds, cat, nil
+	return cmds, nil
 }
 
 // openRedirect opens the file of the redirection r as sh would.

@@ -123,12 +123,11 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	}
 	started := time.Now()
 	var cmds []*exec.Cmd // the pipeline's stages, or the one command
-	var cat *catStage    // a first stage cat that cairn does itself
 	var direct pipeline  // the pipeline cairn runs itself, if it does
 	pipelined := false   // several stages: sh reports signals
 	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
 		// sh exports PWD to what it runs; so does the direct path.
-		cmds, cat, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
+		cmds, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
 		pipelined = cmds != nil && len(p) > 1
 		if cmds != nil {
 			direct = p
@@ -184,12 +183,9 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 	for _, c := range cmds {
 		err = c.Wait()
 	}
-	if cat != nil {
-		cat.stop()
-	}
 	var stageErr *StageFailedError
 	if job.Pipefail && len(direct) > 1 {
-		stageErr = failedStage(direct, cat, cmds)
+		stageErr = failedStage(direct, cmds)
 	}
 	// Reap what the phase left behind: its process group, then whatever
 	// left the group but carries the job's marker.
@@ -448,20 +444,13 @@ func (e *StageFailedError) Error() string {
 		e.Stage, e.Stages, e.Prog, e.Status)
 }
 
-// failedStage returns the last stage of p (run as cmds, its first by cat
-// when cat is not nil) that failed, when the last stage itself did not:
-// what sh -o pipefail makes the pipeline's status. It returns nil when
-// the pipeline's status is its last stage's.
-func failedStage(p pipeline, cat *catStage, cmds []*exec.Cmd) *StageFailedError {
-	first := 0
-	if cat != nil {
-		first = 1
-	}
+// failedStage returns the last stage of p (run as cmds) that failed,
+// when the last stage itself did not: what sh -o pipefail makes the
+// pipeline's status. It returns nil when the pipeline's status is its
+// last stage's.
+func failedStage(p pipeline, cmds []*exec.Cmd) *StageFailedError {
 	status := func(i int) int {
-		if i < first {
-			return cat.status
-		}
-		ps := cmds[i-first].ProcessState
+		ps := cmds[i].ProcessState
 		if ps == nil {
 			return -1
 		}
