@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/executor"
 )
 
 // follow starts following a job; its done channel closes when it ended.
-func (x *Executor) follow(ref engine.JobRef) *job {
+func (x *Executor) follow(ref executor.JobRef) *job {
 	jb := &job{id: ref.ID, dir: ref.Dir, done: make(chan struct{})}
 	x.mu.Lock()
 	x.jobs[jb] = true

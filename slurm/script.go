@@ -26,7 +26,7 @@ const (
 	envArg  = "CAIRN_SLURM_ARG_"
 	// envPipefail, set to 1, has a shell line (sh -c LINE) holding a '|'
 	// run with pipefail by a shell of the node that has it, as a local
-	// phase's is (engine.Job.Pipefail).
+	// phase's is (executor.Job.Pipefail).
 	envPipefail = "CAIRN_SLURM_PIPEFAIL"
 )
 

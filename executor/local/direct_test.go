@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/executor"
 )
 
 func TestParsePipeline(t *testing.T) {
@@ -181,12 +183,12 @@ func TestRunDirectFallsBackToSh(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	run := func(line string) {
 		t.Helper()
 		var stderr strings.Builder
-		code, err := x.Run(context.Background(), &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env, Stderr: &stderr})
+		code, err := x.Run(context.Background(), &executor.Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env, Stderr: &stderr})
 		if err != nil || code != 0 {
 			t.Fatalf("%q: exit %d, %v\n%s", line, code, err, stderr.String())
 		}
@@ -332,7 +334,7 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"cat a > stdout-link",
 	}
 	viaSh := map[string]bool{"cat a | ./plain | cat": true} // directPlan refuses them
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
 	for _, line := range lines {
@@ -372,12 +374,12 @@ func shRun(t *testing.T, line string, env []string, dir string) runResult {
 // cairnRunsLikeSh runs line by x in a new directory that setup prepares,
 // its output going to writers and then to files, and reports every
 // difference from want (what sh gave).
-func cairnRunsLikeSh(t *testing.T, x *LocalExecutor, line string, env []string, want runResult, setup func(t *testing.T, dir string)) {
+func cairnRunsLikeSh(t *testing.T, x *Executor, line string, env []string, want runResult, setup func(t *testing.T, dir string)) {
 	t.Helper()
 	for _, toFiles := range []bool{false, true} {
 		dir := t.TempDir()
 		setup(t, dir)
-		job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
+		job := &executor.Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
 		var bout, berr lockedBuffer
 		var fout, ferr *os.File
 		if toFiles {
@@ -421,10 +423,10 @@ func TestPipelineRunsWithoutSh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ppid"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	var stdout, stderr lockedBuffer
-	job := &Job{
+	job := &executor.Job{
 		Phase: "p", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")},
 		Argv:   []string{"sh", "-c", "./ppid first | ./ppid middle 2>err | ./ppid last > out"},
 		Stdout: &stdout, Stderr: &stderr,
@@ -452,7 +454,7 @@ func TestPipelineCancel(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q goes to sh", line)
 		}
-		x := &LocalExecutor{Grace: 20 * time.Second}
+		x := &Executor{Grace: 20 * time.Second}
 		ctx, cancel := context.WithCancel(context.Background())
 		type result struct {
 			code int
@@ -522,7 +524,7 @@ func TestPipelineLaterStageFails(t *testing.T) {
 	if _, ok := directPlan(job.Argv, job.Env, job.Dir); !ok {
 		t.Fatalf("%q goes to sh", job.Argv[2])
 	}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	began := time.Now()
 	code, err := x.Run(context.Background(), job)
@@ -552,7 +554,7 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	for _, tc := range []struct{ line, out string }{
 		{"env > out", "PWD="},
@@ -570,7 +572,7 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%q: sh: %v\n%s", tc.line, err, out)
 				}
-			} else if code, err := x.Run(t.Context(), &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: link, Env: env}); code != 0 || err != nil {
+			} else if code, err := x.Run(t.Context(), &executor.Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: link, Env: env}); code != 0 || err != nil {
 				t.Fatalf("%q: %d, %v", tc.line, code, err)
 			}
 			b, err := os.ReadFile(filepath.Join(real, "out"))
@@ -712,11 +714,11 @@ func TestPipelinePipefail(t *testing.T) {
 			t.Errorf("%q: run without sh: %v, want %v", tc.line, direct, !tc.viaShell)
 		}
 		for _, pipefail := range []bool{true, false} {
-			x := &LocalExecutor{}
+			x := &Executor{}
 			dir := t.TempDir()
 			pipelineFixture(t, dir)
 			var stderr lockedBuffer
-			job := &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"},
+			job := &executor.Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"},
 				Stdout: &lockedBuffer{}, Stderr: &stderr, Pipefail: pipefail}
 			code, err := x.Run(context.Background(), job)
 			x.Flush()
