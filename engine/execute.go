@@ -323,7 +323,7 @@ func (r *runner) buildJob(a *attemptRun) error {
 	}
 	secrets = append(secrets, e.spec.SensitiveValues...)
 	job := &executor.Job{Phase: p.Addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: a.stdoutF, Stderr: a.stderrF,
-		Marker: marker, Pipefail: !p.NoPipefail, Warn: r.warnOnce}
+		Marker: marker, Config: p.ExecutorConfig[a.xname], Pipefail: !p.NoPipefail, Warn: r.warnOnce}
 	var tees []io.Closer
 	if r.opts.PhaseOutput != nil {
 		to, te := r.opts.PhaseOutput(p.Addr)

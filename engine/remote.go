@@ -37,9 +37,9 @@ func (r *runner) remoteJob(ctx context.Context, x executor.RemoteExecutor, name 
 	addr := ph.p.Addr
 	dir := filepath.Join(r.runDir, "jobs", safeName(addr)+"."+strconv.Itoa(attempt))
 	rj := &executor.RemoteJob{
-		Phase: ph.p,
-		Dir:   dir,
-		Name:  "cairn-" + r.runID + "-" + safeName(addr) + "-" + strconv.Itoa(attempt),
+		Timeout: ph.p.Budget.Timeout,
+		Dir:     dir,
+		Name:    "cairn-" + r.runID + "-" + safeName(addr) + "-" + strconv.Itoa(attempt),
 		Submitted: func(ref executor.JobRef) {
 			r.state.phase(addr, func(ps *runrec.PhaseState) {
 				ps.Executor = ref.Executor

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/cairn-run/cairn/spec"
 )
 
 // Job is one execution of a phase's command.
@@ -30,6 +28,9 @@ type Job struct {
 	// process carrying it is killed too, so a descendant that left the
 	// process group (setsid, a daemon) does not survive its phase.
 	Marker string
+	// Config is the phase's settings for the executor that runs the job:
+	// what its Decode made of its blocks in the spec.
+	Config Config
 	// Pipefail makes a shell line (["sh", "-c", LINE]) fail when any
 	// stage of a pipeline fails, not only the last.
 	Pipefail bool
@@ -69,11 +70,6 @@ type RemoteExecutor interface {
 
 // RemoteJob is what a remote executor gets besides the Job.
 type RemoteJob struct {
-	// Phase is the phase the job runs: its settings shape the submission.
-	Phase *spec.Phase
-	// Config is the phase's settings for this executor (its block in the
-	// spec), which shape the submission.
-	Config Config
 	// Timeout is the phase's budget timeout (0: none): the backend counts
 	// it, not cairn, since the time a job waits in a queue is not the
 	// phase's.

@@ -52,6 +52,7 @@ type Env struct {
 var registry struct {
 	mu      sync.RWMutex
 	plugins map[string]Plugin
+	sorted  []Plugin // plugins by name
 }
 
 // Register makes an executor known. It is meant for init functions (a
@@ -70,6 +71,8 @@ func Register(p Plugin) {
 		registry.plugins = map[string]Plugin{}
 	}
 	registry.plugins[p.Name] = p
+	registry.sorted = slices.Collect(maps.Values(registry.plugins))
+	sort.Slice(registry.sorted, func(i, j int) bool { return registry.sorted[i].Name < registry.sorted[j].Name })
 }
 
 // Lookup returns the executor registered under name.
@@ -80,13 +83,12 @@ func Lookup(name string) (Plugin, bool) {
 	return p, ok
 }
 
-// Plugins returns the registered executors, by name.
+// Plugins returns the registered executors, by name. The slice is
+// shared: callers must not modify it.
 func Plugins() []Plugin {
 	registry.mu.RLock()
 	defer registry.mu.RUnlock()
-	out := slices.Collect(maps.Values(registry.plugins))
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return registry.sorted
 }
 
 // Names returns the names of the registered executors, sorted.

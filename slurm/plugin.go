@@ -7,6 +7,7 @@ import "github.com/cairn-run/cairn/executor"
 var Plugin = executor.Plugin{
 	Name:    "slurm",
 	Summary: "submit with sbatch",
+	Decode:  decodeBlock,
 	JobEnv:  "SLURM_JOB_ID",
 	New: func(env executor.Env) (executor.Executor, error) {
 		o, err := OptionsFromEnv()

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/executor"
-	"github.com/cairn-run/cairn/spec"
 )
 
 // Options tune the executor. Zero values take the defaults.
@@ -223,7 +222,7 @@ func (x *Executor) RunRemote(ctx context.Context, j *executor.Job, rj *executor.
 	if submitted == nil {
 		submitted = func(executor.JobRef) {}
 	}
-	ref := executor.JobRef{Executor: spec.ExecutorSlurm, Dir: rj.Dir, Name: JobName(rj.Name)}
+	ref := executor.JobRef{Executor: Plugin.Name, Dir: rj.Dir, Name: JobName(rj.Name)}
 	if rj.Adopt != nil {
 		ref = *rj.Adopt
 		if ref.ID == "" {
@@ -338,6 +337,10 @@ func (e ending) result(id, dir string) (int, error) {
 
 // submit writes the batch script and submits it, returning the job id.
 func (x *Executor) submit(ctx context.Context, j *executor.Job, rj *executor.RemoteJob, ref executor.JobRef, submitted func(executor.JobRef)) (string, error) {
+	settings, err := settingsOf(j.Config)
+	if err != nil {
+		return "", err
+	}
 	if err := os.RemoveAll(rj.Dir); err != nil {
 		return "", fmt.Errorf("clear the job directory %s: %w", rj.Dir, err)
 	}
@@ -349,7 +352,7 @@ func (x *Executor) submit(ctx context.Context, j *executor.Job, rj *executor.Rem
 	if err := os.WriteFile(script, []byte(batchScript(j.Phase, rj.Dir)), 0o755); err != nil {
 		return "", fmt.Errorf("write the batch script: %w", err)
 	}
-	args := sbatchArgs(ref.Name, j.Dir, rj.Dir, rj.Phase)
+	args := sbatchArgs(ref.Name, j.Dir, rj.Dir, settings, rj.Timeout)
 	env := append(append([]string{}, j.Env...), commandEnv(j.Argv, j.Pipefail)...)
 	// sbatch itself may need to find the cluster's configuration.
 	if v, ok := os.LookupEnv("SLURM_CONF"); ok {

@@ -1,12 +1,14 @@
 package spec
 
 import (
+	"encoding/json"
 	"errors"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/internal/binenc"
 	"github.com/cairn-run/cairn/internal/cores"
 )
@@ -19,7 +21,7 @@ import (
 // added to the model cannot be silently dropped from the memo.
 
 // memoHeader starts a memo file; its number is the layout's version.
-const memoHeader = "cairn-spec-memo 4\n"
+const memoHeader = "cairn-spec-memo 5\n"
 
 func encodeMemo(rec *memoRecord) []byte {
 	w := binenc.NewWriter(memoHeader, 256*len(rec.Phases))
@@ -117,7 +119,7 @@ func writeExperiment(w *binenc.Writer, x *Experiment) {
 	w.Bool(x.CacheRequireSigned)
 	writeFloatPtr(w, x.Budget.MaxCost)
 	w.Str(x.Executor)
-	writeSlurm(w, &x.Slurm)
+	writeExecutorConfig(w, x.ExecutorConfig)
 }
 
 func readExperiment(r *binenc.Reader, x *Experiment) {
@@ -129,27 +131,43 @@ func readExperiment(r *binenc.Reader, x *Experiment) {
 	x.CacheRequireSigned = r.Bool()
 	x.Budget.MaxCost = readFloatPtr(r)
 	x.Executor = r.Str()
-	readSlurm(r, &x.Slurm)
+	x.ExecutorConfig = readExecutorConfig(r)
 }
 
-func writeSlurm(w *binenc.Writer, s *Slurm) {
-	w.Str(s.Partition)
-	w.Int(int64(s.CPUs))
-	w.Str(s.Mem)
-	w.Str(s.Gres)
-	w.Int(int64(s.Time))
-	w.Str(s.Account)
-	w.Str(s.QoS)
-	w.Strs(s.ExtraArgs)
+// writeExecutorConfig writes the settings of each executor: its
+// attributes' JSON values, by name.
+func writeExecutorConfig(w *binenc.Writer, m map[string]executor.Config) {
+	w.NilLen(len(m), m == nil)
+	for _, name := range sortedKeys(m) {
+		w.Str(name)
+		c := m[name]
+		w.NilLen(len(c), c == nil)
+		for _, k := range sortedKeys(c) {
+			w.Str(k)
+			w.Str(string(c[k]))
+		}
+	}
 }
 
-func readSlurm(r *binenc.Reader, s *Slurm) {
-	s.Partition = r.Str()
-	s.CPUs = int(r.Int())
-	s.Mem, s.Gres = r.Str(), r.Str()
-	s.Time = time.Duration(r.Int())
-	s.Account, s.QoS = r.Str(), r.Str()
-	s.ExtraArgs = r.Strs()
+func readExecutorConfig(r *binenc.Reader) map[string]executor.Config {
+	n, ok := r.NilLen()
+	if !ok {
+		return nil
+	}
+	m := make(map[string]executor.Config, n)
+	for i := 0; i < n && r.OK(); i++ {
+		name := r.Str()
+		var c executor.Config
+		if k, ok := r.NilLen(); ok {
+			c = make(executor.Config, k)
+			for j := 0; j < k && r.OK(); j++ {
+				attr := r.Str()
+				c[attr] = json.RawMessage(r.Str())
+			}
+		}
+		m[name] = c
+	}
+	return m
 }
 
 func writePhase(w *binenc.Writer, p *Phase) {
@@ -191,7 +209,7 @@ func writePhase(w *binenc.Writer, p *Phase) {
 		w.Int(int64(p.Resources[k]))
 	}
 	w.Str(p.Executor)
-	writeSlurm(w, &p.Slurm)
+	writeExecutorConfig(w, p.ExecutorConfig)
 	writeStrsMap(w, p.Upstream)
 	writeRange(w, p.DeclRange)
 }
@@ -265,7 +283,7 @@ func readPhase(r *binenc.Reader) *Phase {
 		}
 	}
 	p.Executor = r.Str()
-	readSlurm(r, &p.Slurm)
+	p.ExecutorConfig = readExecutorConfig(r)
 	p.Upstream = readStrsMap(r)
 	p.DeclRange = readRange(r)
 	return p

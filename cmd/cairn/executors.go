@@ -45,6 +45,15 @@ func checkExecutor(name string) error {
 	return usageError{fmt.Errorf("--executor %q: the executors are %s", name, strings.Join(executor.Names(), ", "))}
 }
 
+// executorList names the executors for help texts: "local or slurm".
+func executorList() string {
+	names := executor.Names()
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
 // cancelLeftJobs cancels the remote jobs of a run whose cairn process is
 // gone (the named run, else the latest).
 func cancelLeftJobs(cmd *cobra.Command, g *globals, ws engine.Workspace, args []string) error {
