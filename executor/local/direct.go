@@ -104,110 +104,132 @@ func selfPath(p string) bool {
 // >|, |&, ||), an empty stage, a stage of redirections alone and an
 // operator without its word.
 func parsePipeline(line string) (pipeline, bool) {
-	var (
-		p       pipeline
-		cur     stage
-		word    []byte
-		inWord  bool      // a word is being read (maybe empty: '')
-		quoted  bool      // and it holds a quoted part
-		pending *redirect // a redirection waiting for its word
-	)
-	endWord := func() bool {
-		if !inWord {
-			return true
-		}
-		w, q := string(word), quoted
-		word, inWord, quoted = word[:0], false, false
-		switch r := pending; {
-		case r == nil:
-			cur.Args = append(cur.Args, w)
-			return true
-		case r.Op == redirDup:
-			if q || len(w) != 1 || w[0] < '0' || w[0] > '2' {
-				return false // >&-, >&3, >&file...
-			}
-			r.From = int(w[0] - '0')
-		default:
-			if w == "" {
-				return false
-			}
-			r.Path = w
-		}
-		cur.Redirs = append(cur.Redirs, *pending)
-		pending = nil
-		return true
-	}
-	endStage := func() bool {
-		if !endWord() || pending != nil || len(cur.Args) == 0 {
-			return false
-		}
-		if name := cur.Args[0]; shellWords[name] || strings.ContainsRune(name, '=') {
-			return false
-		}
-		p = append(p, cur)
-		cur = stage{}
-		return true
-	}
+	var lp lineParser
 	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case plainByte(c):
-			word = append(word, c)
-			inWord = true
-		case c == '\'':
-			n := strings.IndexByte(line[i+1:], '\'')
-			if n < 0 {
-				return nil, false
-			}
-			word = append(word, line[i+1:i+1+n]...)
-			inWord, quoted = true, true
-			i += 1 + n
-		case c == ' ' || c == '\t':
-			if !endWord() {
-				return nil, false
-			}
-		case c == '|':
-			if !endStage() {
-				return nil, false
-			}
-		case c == '<' || c == '>':
-			r := redirect{FD: 0, Op: redirIn}
-			if c == '>' {
-				r.FD, r.Op = 1, redirOut
-			}
-			if inWord && !quoted && allDigits(word) {
-				if len(word) > 1 {
-					return nil, false // dash: an argument, bash: a descriptor
-				}
-				r.FD = int(word[0] - '0') // "2>x": the word is the descriptor
-				word, inWord = word[:0], false
-			}
-			if !endWord() || pending != nil || r.FD > 2 {
-				return nil, false
-			}
-			next := byte(0)
-			if i+1 < len(line) {
-				next = line[i+1]
-			}
-			switch {
-			case c == '>' && next == '>':
-				r.Op = redirAppend
-				i++
-			case c == '>' && next == '&':
-				r.Op = redirDup
-				i++
-			case next == '<' || next == '>' || next == '&' || next == '|':
-				return nil, false // <<, <>, <&, >|
-			}
-			pending = &r
-		default:
+		var ok bool
+		if i, ok = lp.next(line, i); !ok {
 			return nil, false
 		}
 	}
-	if !endStage() {
+	if !lp.endStage() {
 		return nil, false
 	}
-	return p, true
+	return lp.p, true
+}
+
+// lineParser is parsePipeline's state between two bytes of the line.
+type lineParser struct {
+	p       pipeline
+	cur     stage
+	word    []byte
+	inWord  bool      // a word is being read (maybe empty: '')
+	quoted  bool      // and it holds a quoted part
+	pending *redirect // a redirection waiting for its word
+}
+
+// next reads what starts at line[i] and returns the index of its last
+// byte, or false when sh is to run the line.
+func (lp *lineParser) next(line string, i int) (int, bool) {
+	c := line[i]
+	switch {
+	case plainByte(c):
+		lp.word = append(lp.word, c)
+		lp.inWord = true
+	case c == '\'':
+		n := strings.IndexByte(line[i+1:], '\'')
+		if n < 0 {
+			return i, false
+		}
+		lp.word = append(lp.word, line[i+1:i+1+n]...)
+		lp.inWord, lp.quoted = true, true
+		i += 1 + n
+	case c == ' ' || c == '\t':
+		return i, lp.endWord()
+	case c == '|':
+		return i, lp.endStage()
+	case c == '<' || c == '>':
+		return lp.redirection(line, i)
+	default:
+		return i, false
+	}
+	return i, true
+}
+
+// redirection reads the operator at line[i] (< or >), with the
+// descriptor written right before it, if any.
+func (lp *lineParser) redirection(line string, i int) (int, bool) {
+	c := line[i]
+	r := redirect{FD: 0, Op: redirIn}
+	if c == '>' {
+		r.FD, r.Op = 1, redirOut
+	}
+	if lp.inWord && !lp.quoted && allDigits(lp.word) {
+		if len(lp.word) > 1 {
+			return i, false // dash: an argument, bash: a descriptor
+		}
+		r.FD = int(lp.word[0] - '0') // "2>x": the word is the descriptor
+		lp.word, lp.inWord = lp.word[:0], false
+	}
+	if !lp.endWord() || lp.pending != nil || r.FD > 2 {
+		return i, false
+	}
+	next := byte(0)
+	if i+1 < len(line) {
+		next = line[i+1]
+	}
+	switch {
+	case c == '>' && next == '>':
+		r.Op = redirAppend
+		i++
+	case c == '>' && next == '&':
+		r.Op = redirDup
+		i++
+	case next == '<' || next == '>' || next == '&' || next == '|':
+		return i, false // <<, <>, <&, >|
+	}
+	lp.pending = &r
+	return i, true
+}
+
+// endWord ends the word being read: an argument, or the word of the
+// pending redirection.
+func (lp *lineParser) endWord() bool {
+	if !lp.inWord {
+		return true
+	}
+	w, q := string(lp.word), lp.quoted
+	lp.word, lp.inWord, lp.quoted = lp.word[:0], false, false
+	switch r := lp.pending; {
+	case r == nil:
+		lp.cur.Args = append(lp.cur.Args, w)
+		return true
+	case r.Op == redirDup:
+		if q || len(w) != 1 || w[0] < '0' || w[0] > '2' {
+			return false // >&-, >&3, >&file...
+		}
+		r.From = int(w[0] - '0')
+	default:
+		if w == "" {
+			return false
+		}
+		r.Path = w
+	}
+	lp.cur.Redirs = append(lp.cur.Redirs, *lp.pending)
+	lp.pending = nil
+	return true
+}
+
+// endStage ends the stage being read, which must be a program's.
+func (lp *lineParser) endStage() bool {
+	if !lp.endWord() || lp.pending != nil || len(lp.cur.Args) == 0 {
+		return false
+	}
+	if name := lp.cur.Args[0]; shellWords[name] || strings.ContainsRune(name, '=') {
+		return false
+	}
+	lp.p = append(lp.p, lp.cur)
+	lp.cur = stage{}
+	return true
 }
 
 func allDigits(w []byte) bool {
