@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/executor"
 	"math"
 	"os"
 	"path/filepath"
@@ -32,7 +33,7 @@ type orderExec struct {
 	started []string
 }
 
-func (o *orderExec) Run(ctx context.Context, job *Job) (int, error) {
+func (o *orderExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	o.mu.Lock()
 	o.started = append(o.started, job.Phase)
 	o.mu.Unlock()
@@ -143,7 +144,7 @@ func newAskGate(t *testing.T, gated string, askers ...string) *askGate {
 	return g
 }
 
-func (g *askGate) Run(ctx context.Context, job *Job) (int, error) {
+func (g *askGate) Run(ctx context.Context, job *executor.Job) (int, error) {
 	if job.Phase != g.gated {
 		return g.fakeExec.Run(ctx, job)
 	}
@@ -379,7 +380,7 @@ phase "q" {
 	}
 	t.Cleanup(func() { testHookDecided = nil })
 	e := s.engine(t)
-	e.exec = execFunc(func(ctx context.Context, job *Job) (int, error) {
+	e.exec = execFunc(func(ctx context.Context, job *executor.Job) (int, error) {
 		switch job.Phase {
 		case "a1":
 			return g.Run(ctx, job)
@@ -400,9 +401,9 @@ phase "q" {
 }
 
 // execFunc is an Executor from a function.
-type execFunc func(ctx context.Context, job *Job) (int, error)
+type execFunc func(ctx context.Context, job *executor.Job) (int, error)
 
-func (f execFunc) Run(ctx context.Context, job *Job) (int, error) { return f(ctx, job) }
+func (f execFunc) Run(ctx context.Context, job *executor.Job) (int, error) { return f(ctx, job) }
 
 // TestDecideAheadDecisionFails: with -j 1, a phase deciding ahead whose
 // decision fails (a declared input is missing) fails; the command

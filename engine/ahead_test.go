@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-run/cairn/executor"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,7 @@ type gateExec struct {
 	release chan struct{}
 }
 
-func (g *gateExec) Run(ctx context.Context, job *Job) (int, error) {
+func (g *gateExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	if g.gated[job.Phase] {
 		select {
 		case <-g.release:

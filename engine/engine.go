@@ -10,6 +10,8 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/executor"
+	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -21,7 +23,7 @@ type Engine struct {
 	ws    Workspace
 	cache *cache.Dir
 	mem   *Memory
-	exec  Executor
+	exec  executor.Executor
 	rep   Reporter
 	now   func() time.Time
 
@@ -34,17 +36,18 @@ type Engine struct {
 	// engine's own long steps (hashing, restoring, downloading) stop then.
 	work     context.Context
 	producer map[string]string // output path -> phase address
-	// executors holds the other executors by name (spec.ExecutorSlurm).
-	executors map[string]Executor
+	// executors holds the other executors by name.
+	executors map[string]executor.Executor
 }
 
 // Config holds what New needs beyond the spec and the cache.
 type Config struct {
-	// Executor runs commands; nil means a LocalExecutor.
-	Executor Executor
+	// Executor runs the commands of the phases whose executor is local;
+	// nil means a local.Executor.
+	Executor executor.Executor
 	// Executors holds the executors of phases that do not run locally,
-	// by name (spec.ExecutorSlurm).
-	Executors map[string]Executor
+	// by name.
+	Executors map[string]executor.Executor
 	// Reporter receives progress; nil discards it.
 	Reporter Reporter
 	// Memories, if loaded ahead (LoadMemories of the spec's directory,
@@ -94,7 +97,7 @@ func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
 		producer:    map[string]string{},
 	}
 	if e.exec == nil {
-		e.exec = &LocalExecutor{}
+		e.exec = &local.Executor{}
 	}
 	if e.rep == nil {
 		e.rep = NopReporter{}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/cairn-run/cairn/executor"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ type fakeExec struct {
 	fail  map[string]bool
 }
 
-func (f *fakeExec) Run(ctx context.Context, job *Job) (int, error) {
+func (f *fakeExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls = map[string]int{}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/executor"
+	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -193,77 +195,160 @@ func (r *runner) waitRetry(ctx context.Context, ph *phaseRun, attempt int, res a
 	return true
 }
 
+// attemptRun is one execution of a phase's command as it is prepared,
+// run and accounted for.
+type attemptRun struct {
+	ph      *phaseRun
+	attempt int
+	x       executor.Executor
+	xname   string
+	remote  executor.RemoteExecutor // x, when its jobs run elsewhere
+	rj      *executor.RemoteJob
+	// adopted: a remote job of an earlier run, still writing the outputs.
+	adopted bool
+	job     *executor.Job
+	// The phase's logs, and the writers in front of them (masks, then
+	// tees), closed in that order when the command ended.
+	stdoutF, stderrF       *phaseLog
+	stdoutPath, stderrPath string
+	relErr                 string // stderrPath, relative to the workspace
+	writers                []io.Closer
+	// overMsg says how the phase went over its budget, once it did.
+	overMsg string
+}
+
 // attempt runs the phase's command once.
 func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attemptResult {
-	e := r.e
-	p := ph.p
-	addr := p.Addr
-	adopted := false // a remote job of an earlier run, still writing the outputs
-	failed := func(err error) attemptResult {
+	addr := ph.p.Addr
+	a := &attemptRun{ph: ph, attempt: attempt}
+	defer a.closeLogs()
+	if err := r.prepareAttempt(ctx, a); err != nil {
 		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
 	}
-	x, xname, err := r.executorFor(p)
-	if err != nil {
-		return failed(err)
-	}
-	remote, _ := x.(RemoteExecutor)
-	var rj *RemoteJob
-	if remote != nil {
-		rj = r.remoteJob(ctx, remote, xname, ph, attempt)
-	}
-	// An adopted job is still writing the outputs: leave them be.
-	adopted = rj != nil && rj.Adopt != nil
-	if !adopted {
-		if err := e.prepareOutputs(p); err != nil {
-			return failed(err)
-		}
-	}
-	stdoutPath, stderrPath := ph.logBase+".stdout", ph.logBase+".stderr"
-	ph.stdout, ph.stderr = stdoutPath, stderrPath
-	relErr := e.ws.Rel(stderrPath)
-	empty := r.emptyLog.get(filepath.Dir(stdoutPath))
-	stdoutF, err := openPhaseLog(stdoutPath, empty)
-	if err != nil {
-		return failed(err)
-	}
-	defer stdoutF.Close()
-	stderrF, err := openPhaseLog(stderrPath, empty)
-	if err != nil {
-		return failed(err)
-	}
-	defer stderrF.Close()
-
-	marker := r.runID + "/" + safeName(addr) + "/" + strconv.Itoa(attempt)
-	if len(p.Params) > 0 && e.holdsSensitive(string(paramsJSON(p.Params))) {
+	if len(ph.p.Params) > 0 && r.e.holdsSensitive(string(paramsJSON(ph.p.Params))) {
 		// Secrets never outlive the command in the run's records.
 		defer os.Remove(filepath.Join(r.runDir, "params", safeName(addr)+".json"))
 	}
-	env, secrets, err := r.environment(ph, attempt, marker)
-	if err != nil {
-		return failed(err)
+	if err := r.buildJob(a); err != nil {
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
 	}
-	secrets = append(secrets, e.spec.SensitiveValues...)
-	job := &Job{Phase: addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: stdoutF, Stderr: stderrF, Marker: marker,
-		Pipefail: !p.NoPipefail, Warn: r.warnOnce}
-	var tees []io.Closer
-	if r.opts.PhaseOutput != nil {
-		// Teed after masking: the copies never see a secret.
-		to, te := r.opts.PhaseOutput(addr)
-		tees = append(tees, to, te)
-		job.Stdout, job.Stderr = io.MultiWriter(stdoutF, to), io.MultiWriter(stderrF, te)
-	}
-	var masks []*maskWriter
-	if len(secrets) > 0 {
-		mo, me := newMaskWriter(job.Stdout, secrets), newMaskWriter(job.Stderr, secrets)
-		masks = append(masks, mo, me)
-		job.Stdout, job.Stderr = mo, me
-	}
-
 	jctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	watcher := r.watchReports(a, cancel)
+
+	// The command starts once the upstream phases whose outputs it
+	// reads are over: what came before overlapped their fsyncs.
+	u, granted := r.awaitUpstreams(addr)
+	if !granted {
+		return attemptResult{status: statusNotStarted}
+	}
+	if u != "" {
+		return attemptResult{status: runrec.StatusBlocked, perr: &PhaseError{Phase: addr, Status: runrec.StatusBlocked,
+			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, keepOutputs: a.adopted}
+	}
+	// The timeout counts from here: not the wait for the upstream phases
+	// and for a job slot. A remote executor passes it to its backend
+	// (which does not count the time the job waits in the queue).
+	if t := ph.p.Budget.Timeout; t > 0 && a.remote == nil {
+		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
+		defer timer.Stop()
+	}
+	start := r.attemptStarted(a)
+	watcher.start()
+	var code int
+	var runErr error
+	if a.remote != nil {
+		code, runErr = a.remote.RunRemote(jctx, a.job, a.rj)
+	} else {
+		code, runErr = a.x.Run(jctx, a.job)
+	}
+	r.attemptEnded(a, watcher, start, code, runErr)
+	if runErr != nil && jctx.Err() != nil {
+		return a.interrupted(context.Cause(jctx))
+	}
+	return r.attemptOutcome(a, code, runErr)
+}
+
+// prepareAttempt finds the phase's executor, prepares its outputs (unless
+// an adopted remote job is still writing them) and opens its logs.
+func (r *runner) prepareAttempt(ctx context.Context, a *attemptRun) error {
+	e := r.e
+	p := a.ph.p
+	var err error
+	a.x, a.xname, err = r.executorFor(p)
+	if err != nil {
+		return err
+	}
+	a.remote, _ = a.x.(executor.RemoteExecutor)
+	if a.remote != nil {
+		a.rj = r.remoteJob(ctx, a.remote, a.xname, a.ph, a.attempt)
+	}
+	// An adopted job is still writing the outputs: leave them be.
+	a.adopted = a.rj != nil && a.rj.Adopt != nil
+	if !a.adopted {
+		if err := e.prepareOutputs(p); err != nil {
+			return err
+		}
+	}
+	a.stdoutPath, a.stderrPath = a.ph.logBase+".stdout", a.ph.logBase+".stderr"
+	a.ph.stdout, a.ph.stderr = a.stdoutPath, a.stderrPath
+	a.relErr = e.ws.Rel(a.stderrPath)
+	empty := r.emptyLog.get(filepath.Dir(a.stdoutPath))
+	if a.stdoutF, err = openPhaseLog(a.stdoutPath, empty); err != nil {
+		return err
+	}
+	a.stderrF, err = openPhaseLog(a.stderrPath, empty)
+	return err
+}
+
+// closeLogs closes the phase's log files.
+func (a *attemptRun) closeLogs() {
+	for _, f := range []*phaseLog{a.stdoutF, a.stderrF} {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// buildJob builds the job: the phase's command, environment and log
+// files, with the caller's copies of its output (teed after masking, so
+// they never see a secret) and every secret masked.
+func (r *runner) buildJob(a *attemptRun) error {
+	e := r.e
+	p := a.ph.p
+	marker := r.runID + "/" + safeName(p.Addr) + "/" + strconv.Itoa(a.attempt)
+	env, secrets, err := r.environment(a.ph, a.attempt, marker)
+	if err != nil {
+		return err
+	}
+	secrets = append(secrets, e.spec.SensitiveValues...)
+	job := &executor.Job{Phase: p.Addr, Argv: p.Command, Dir: e.ws.Abs(p.Workdir), Env: env, Stdout: a.stdoutF, Stderr: a.stderrF,
+		Marker: marker, Config: p.ExecutorConfig[a.xname], Pipefail: !p.NoPipefail, Warn: r.warnOnce}
+	var tees []io.Closer
+	if r.opts.PhaseOutput != nil {
+		to, te := r.opts.PhaseOutput(p.Addr)
+		tees = append(tees, to, te)
+		job.Stdout, job.Stderr = io.MultiWriter(a.stdoutF, to), io.MultiWriter(a.stderrF, te)
+	}
+	if len(secrets) > 0 {
+		mo, me := newMaskWriter(job.Stdout, secrets), newMaskWriter(job.Stderr, secrets)
+		a.writers = append(a.writers, mo, me)
+		job.Stdout, job.Stderr = mo, me
+	}
+	a.writers = append(a.writers, tees...)
+	a.job = job
+	return nil
+}
+
+// watchReports returns the watcher of the phase's $CAIRN_REPORT: it adds
+// what the phase reports spending to the phase's and the run's spend, and
+// ends the attempt (cancel) once the phase is over its budget.
+func (r *runner) watchReports(a *attemptRun, cancel context.CancelCauseFunc) *reportWatcher {
+	e := r.e
+	ph := a.ph
+	addr := ph.p.Addr
 	var last runrec.Spend
-	var overMsg string
-	watcher := newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
+	return newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
 		func(total runrec.Spend) {
 			delta := runrec.Spend{Cost: runrec.RoundCost(total.Cost - last.Cost), Iterations: total.Iterations - last.Iterations}
 			last = total
@@ -272,8 +357,8 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 			r.addSpend(delta)
 			r.state.phase(addr, func(ps *runrec.PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
 			e.rep.Report(Event{Kind: EventSpend, Phase: addr, Spend: spent, Time: e.now()})
-			if msg := overBudget(p.Budget, spent); msg != "" && overMsg == "" {
-				overMsg = msg
+			if msg := overBudget(ph.p.Budget, spent); msg != "" && a.overMsg == "" {
+				a.overMsg = msg
 				cancel(errOverBudget)
 			}
 		},
@@ -286,56 +371,37 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 				Message: fmt.Sprintf("phase %s: %s:%d: ignoring report line %q: %v", addr, e.ws.Rel(ph.reportPath), n, line, err)})
 		})
+}
 
-	// The command starts once the upstream phases whose outputs it
-	// reads are over: what came before overlapped their fsyncs.
-	u, granted := r.awaitUpstreams(addr)
-	if !granted {
-		return attemptResult{status: statusNotStarted}
-	}
-	if u != "" {
-		return attemptResult{status: runrec.StatusBlocked, perr: &PhaseError{Phase: addr, Status: runrec.StatusBlocked,
-			Err: fmt.Errorf("upstream phase %s did not succeed: its outputs could not be stored in the cache", u)}, keepOutputs: adopted}
-	}
-	// The timeout counts from here: not the wait for the upstream phases
-	// and for a job slot. A remote executor passes it to its backend
-	// (which does not count the time the job waits in the queue).
-	if t := p.Budget.Timeout; t > 0 && remote == nil {
-		timer := time.AfterFunc(t, func() { cancel(errTimedOut) })
-		defer timer.Stop()
-	}
+// attemptStarted records that the command starts now, and returns when.
+func (r *runner) attemptStarted(a *attemptRun) time.Time {
+	e := r.e
 	start := e.now()
 	startT := start.UTC()
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.phase(a.ph.p.Addr, func(ps *runrec.PhaseState) {
 		ps.Status = runrec.StatusRunning
-		ps.Attempts = attempt
+		ps.Attempts = a.attempt
 		ps.Started = &startT
 		ps.Ended = nil
 		ps.ExitCode = nil
 		ps.Error = ""
-		ps.Stdout = e.ws.Rel(stdoutPath)
-		ps.Stderr = relErr
+		ps.Stdout = e.ws.Rel(a.stdoutPath)
+		ps.Stderr = a.relErr
 	})
-	e.rep.Report(Event{Kind: EventStart, Phase: addr, Reasons: ph.d.Reasons, Attempt: attempt, Time: startT})
-	watcher.start()
-	var code int
-	var runErr error
-	if remote != nil {
-		code, runErr = remote.RunRemote(jctx, job, rj)
-	} else {
-		code, runErr = x.Run(jctx, job)
+	e.rep.Report(Event{Kind: EventStart, Phase: a.ph.p.Addr, Reasons: a.ph.d.Reasons, Attempt: a.attempt, Time: startT})
+	return start
+}
+
+// attemptEnded closes the job's writers, collects the last of its
+// reports and records when it ended and, when it exited, its exit code.
+func (r *runner) attemptEnded(a *attemptRun, watcher *reportWatcher, start time.Time, code int, runErr error) {
+	e := r.e
+	ph := a.ph
+	addr := ph.p.Addr
+	for _, w := range a.writers {
+		_ = w.Close()
 	}
-	var ended *JobEndedError
-	errors.As(runErr, &ended)
-	var stage *StageFailedError
-	errors.As(runErr, &stage)
-	for _, m := range masks {
-		_ = m.Close()
-	}
-	for _, t := range tees {
-		_ = t.Close()
-	}
-	ph.stdoutEmpty, ph.stderrEmpty = stdoutF.empty(), stderrF.empty()
+	ph.stdoutEmpty, ph.stderrEmpty = a.stdoutF.empty(), a.stderrF.empty()
 	_, saw := watcher.finish()
 	ph.sawCost = ph.sawCost || saw
 	if ph.badHidden > 0 {
@@ -347,48 +413,60 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	end := e.now()
 	ph.duration = end.Sub(start)
 	endT := end.UTC()
+	var ended *executor.JobEndedError
+	var stage *local.StageFailedError
+	exited := runErr == nil || errors.As(runErr, &ended) && ended.ExitCode >= 0 || errors.As(runErr, &stage)
 	r.state.phase(addr, func(ps *runrec.PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
-		if runErr == nil || ended != nil && ended.ExitCode >= 0 || stage != nil {
+		if exited {
 			c := code
 			ps.ExitCode = &c
 		}
 	})
+}
 
-	if runErr != nil && jctx.Err() != nil {
-		// A remote job may outlive cairn's following it.
-		busy := remote != nil
-		cause := context.Cause(jctx)
-		switch {
-		case errors.Is(cause, errOverBudget):
-			return attemptResult{status: runrec.StatusOverBudget, perr: &PhaseError{Phase: addr, Status: runrec.StatusOverBudget, Log: relErr,
-				Err: fmt.Errorf("stopped over budget: %s", overMsg)}, keepOutputs: busy}
-		case errors.Is(cause, errTimedOut):
-			return attemptResult{status: runrec.StatusTimedOut, perr: &PhaseError{Phase: addr, Status: runrec.StatusTimedOut, Log: relErr,
-				Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(stderrPath, 20)}, keepOutputs: busy}
-		default:
-			return attemptResult{status: runrec.StatusStopped, keepOutputs: busy}
-		}
+// interrupted is the outcome of an attempt whose context ended for cause.
+func (a *attemptRun) interrupted(cause error) attemptResult {
+	p := a.ph.p
+	// A remote job may outlive cairn's following it.
+	busy := a.remote != nil
+	switch {
+	case errors.Is(cause, errOverBudget):
+		return attemptResult{status: runrec.StatusOverBudget, perr: &PhaseError{Phase: p.Addr, Status: runrec.StatusOverBudget, Log: a.relErr,
+			Err: fmt.Errorf("stopped over budget: %s", a.overMsg)}, keepOutputs: busy}
+	case errors.Is(cause, errTimedOut):
+		return attemptResult{status: runrec.StatusTimedOut, perr: &PhaseError{Phase: p.Addr, Status: runrec.StatusTimedOut, Log: a.relErr,
+			Err: fmt.Errorf("timed out after %s (budget timeout)", p.Budget.Timeout), Tail: tail(a.stderrPath, 20)}, keepOutputs: busy}
+	default:
+		return attemptResult{status: runrec.StatusStopped, keepOutputs: busy}
 	}
-	if ended != nil {
-		perr := &PhaseError{Phase: addr, Status: ended.Status, ExitCode: ended.ExitCode, Err: ended, Log: relErr, Tail: tail(stderrPath, 20)}
-		if ended.Status == runrec.StatusTimedOut {
+}
+
+// attemptOutcome is the outcome of an attempt whose command ran to its
+// end (or could not start).
+func (r *runner) attemptOutcome(a *attemptRun, code int, runErr error) attemptResult {
+	e := r.e
+	addr := a.ph.p.Addr
+	var ended *executor.JobEndedError
+	var stage *local.StageFailedError
+	switch {
+	case errors.As(runErr, &ended):
+		perr := &PhaseError{Phase: addr, Status: runrec.StatusFailed, ExitCode: ended.ExitCode, Err: ended, Log: a.relErr, Tail: tail(a.stderrPath, 20)}
+		if ended.TimedOut {
+			perr.Status = runrec.StatusTimedOut
 			perr.Err = fmt.Errorf("timed out: %w", ended)
 		}
 		return attemptResult{status: perr.Status, perr: perr}
+	case errors.As(runErr, &stage):
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: a.relErr, Tail: tail(a.stderrPath, 20), Note: e.fullDiskNote()}}
+	case runErr != nil:
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: a.relErr, Note: e.fullDiskNote()}}
+	case code != 0:
+		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: a.relErr, Tail: tail(a.stderrPath, 20), Note: e.fullDiskNote()}}
 	}
-	if stage != nil {
-		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Err: stage, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
-	}
-	if runErr != nil {
-		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: runErr, Log: relErr, Note: e.fullDiskNote()}}
-	}
-	if code != 0 {
-		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, ExitCode: code, Log: relErr, Tail: tail(stderrPath, 20), Note: e.fullDiskNote()}}
-	}
-	if overMsg == "" {
-		if msg := overBudget(p.Budget, ph.spent); msg != "" {
+	if a.overMsg == "" {
+		if msg := overBudget(a.ph.p.Budget, a.ph.spent); msg != "" {
 			e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 				Message: fmt.Sprintf("phase %s finished before cairn could stop it, but reported spending over its budget: %s", addr, msg)})
 		}

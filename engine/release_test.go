@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/executor"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -18,7 +19,7 @@ type entryCountingExec struct {
 	seen map[string]int
 }
 
-func (x *entryCountingExec) Run(ctx context.Context, job *Job) (int, error) {
+func (x *entryCountingExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	entries, _ := filepath.Glob(filepath.Join(x.root, "ac", "*", "*"))
 	x.mu.Lock()
 	if x.seen == nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/cairn-run/cairn/executor"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
@@ -138,7 +139,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 // starts, as a real executor does.
 type ctxExec struct{ *fakeExec }
 
-func (x ctxExec) Run(ctx context.Context, job *Job) (int, error) {
+func (x ctxExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return -1, err
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/executor"
 )
 
 // needCluster skips without a Slurm cluster, unless CAIRN_REQUIRE_SERVICES
@@ -40,11 +40,11 @@ func TestExecutorOnCluster(t *testing.T) {
 	env := []string{"PATH=" + os.Getenv("PATH")}
 	run := func(ctx context.Context, name string, argv ...string) (int, string, error) {
 		var out bytes.Buffer
-		j := &engine.Job{Phase: name, Argv: argv, Dir: ws, Env: env, Stdout: &out, Stderr: &out}
+		j := &executor.Job{Phase: name, Argv: argv, Dir: ws, Env: env, Stdout: &out, Stderr: &out}
 		var mu sync.Mutex
-		var refs []engine.JobRef
-		rj := &engine.RemoteJob{Dir: filepath.Join(ws, "jobs", name), Name: "cairn-test-" + name,
-			Submitted: func(r engine.JobRef) { mu.Lock(); refs = append(refs, r); mu.Unlock() }}
+		var refs []executor.JobRef
+		rj := &executor.RemoteJob{Dir: filepath.Join(ws, "jobs", name), Name: "cairn-test-" + name,
+			Submitted: func(r executor.JobRef) { mu.Lock(); refs = append(refs, r); mu.Unlock() }}
 		code, err := x.RunRemote(ctx, j, rj)
 		mu.Lock()
 		defer mu.Unlock()
@@ -63,7 +63,7 @@ func TestExecutorOnCluster(t *testing.T) {
 			if code != i || out != "hi "+name+"\n" {
 				t.Errorf("%s: code %d, output %q, err %v", name, code, out, err)
 			}
-			var ended *engine.JobEndedError
+			var ended *executor.JobEndedError
 			if (i == 0) != (err == nil) || i > 0 && !errors.As(err, &ended) {
 				t.Errorf("%s: err %v", name, err)
 			}

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/executor"
 )
 
 // follow starts following a job; its done channel closes when it ended.
-func (x *Executor) follow(ref engine.JobRef) *job {
+func (x *Executor) follow(ref executor.JobRef) *job {
 	jb := &job{id: ref.ID, dir: ref.Dir, done: make(chan struct{})}
 	x.mu.Lock()
 	x.jobs[jb] = true
@@ -83,9 +83,7 @@ func readExit(dir string) (int, bool) {
 // life of the process once a job was followed.
 func (x *Executor) poll() {
 	ctx := context.Background()
-	interval := x.o.PollMin
-	var nextQuery time.Time // zero: query at the next round
-	failing := 0
+	pc := pace{interval: x.o.PollMin}
 	for {
 		x.mu.Lock()
 		var jobs []*job
@@ -97,92 +95,25 @@ func (x *Executor) poll() {
 		x.mu.Unlock()
 
 		if len(jobs) == 0 && len(cancels) == 0 {
-			interval = x.o.PollMin
-			nextQuery = time.Time{}
+			pc.interval, pc.next = x.o.PollMin, time.Time{}
 			<-x.wake
 			continue
 		}
 		now := time.Now()
-		if nextQuery.IsZero() {
+		if pc.next.IsZero() {
 			// A job just started being followed: its first look at Slurm
 			// can wait a first interval.
-			nextQuery = now.Add(interval)
+			pc.next = now.Add(pc.interval)
 		}
-
-		// Exit files: the source of truth for a command that ran to its
-		// end. A command that died of a signal may have been killed by
-		// Slurm (time limit, scancel, memory): Slurm's state then says
-		// why, so ask it first.
-		var left []*job
-		for _, jb := range jobs {
-			if code, ok := readExit(jb.dir); ok {
-				if code < 128 || jb.id == "" {
-					x.finish(jb, ending{code: code, fromFile: true})
-					continue
-				}
-				if !jb.signalled {
-					jb.signalled = true
-					nextQuery = now
-				}
-			}
-			left = append(left, jb)
-		}
-
-		// Cancels: one scancel for all. A stop cancels every running phase
-		// at once; their requests arrive within a few milliseconds.
+		left := x.readExitFiles(jobs, now, &pc)
 		if len(cancels) > 0 {
-			time.Sleep(50 * time.Millisecond)
-			x.mu.Lock()
-			cancels = append(cancels, x.cancels...)
-			x.cancels = nil
-			x.mu.Unlock()
-			var ids []string
-			for _, jb := range cancels {
-				jb.canceled = true
-				if jb.id != "" {
-					ids = append(ids, jb.id)
-				}
-			}
-			if len(ids) > 0 {
-				if err := x.scancel(ctx, ids); err != nil {
-					x.o.Warn(err.Error())
-				}
-			}
+			x.cancelJobs(ctx, cancels)
 			// Look again soon: a cancelled job leaves in well under a second.
-			nextQuery = now.Add(300 * time.Millisecond)
+			pc.next = now.Add(300 * time.Millisecond)
 		}
-
-		if len(left) > 0 && !now.Before(nextQuery) {
+		if len(left) > 0 && !now.Before(pc.next) {
 			changed, err := x.queryJobs(ctx, left)
-			if err != nil {
-				failing++
-				if failing == 1 || failing%10 == 0 {
-					x.o.Warn(fmt.Sprintf("Slurm status query failed (%d in a row; jobs are still followed through their exit files): %v", failing, err))
-				}
-				interval = min(interval*2, x.o.PollMax)
-			} else {
-				failing = 0
-				if changed {
-					interval = max(interval/2, x.o.PollMin)
-				} else {
-					interval = min(interval*2, x.o.PollMax)
-				}
-			}
-			nextQuery = time.Now().Add(interval)
-			// A job seen ended without its exit file is looked at again
-			// once its grace is over.
-			for _, jb := range left {
-				if !jb.endedAt.IsZero() {
-					if t := jb.endedAt.Add(x.o.ExitFileWait); t.Before(nextQuery) {
-						nextQuery = t
-					}
-				}
-				// A command that died of a signal: Slurm says why within
-				// seconds.
-				if t := time.Now().Add(x.o.PollMin); jb.signalled && t.Before(nextQuery) {
-					nextQuery = t
-				}
-			}
+			x.paceAfterQuery(&pc, left, changed, err)
 		}
 
 		t := time.NewTimer(x.o.FileTick)
@@ -191,6 +122,92 @@ func (x *Executor) poll() {
 		case <-x.wake:
 		}
 		t.Stop()
+	}
+}
+
+// pace is the poller's schedule of status queries.
+type pace struct {
+	interval time.Duration
+	next     time.Time // zero: a first interval from the next round
+	failing  int       // queries failed in a row
+}
+
+// readExitFiles finishes the jobs whose exit file says how they ended and
+// returns the others. The exit file is the source of truth for a command
+// that ran to its end. A command that died of a signal may have been
+// killed by Slurm (time limit, scancel, memory): Slurm's state then says
+// why, so it is asked first.
+func (x *Executor) readExitFiles(jobs []*job, now time.Time, pc *pace) []*job {
+	var left []*job
+	for _, jb := range jobs {
+		if code, ok := readExit(jb.dir); ok {
+			if code < 128 || jb.id == "" {
+				x.finish(jb, ending{code: code, fromFile: true})
+				continue
+			}
+			if !jb.signalled {
+				jb.signalled = true
+				pc.next = now
+			}
+		}
+		left = append(left, jb)
+	}
+	return left
+}
+
+// cancelJobs cancels jobs, and those asked for meanwhile, with one
+// scancel: a stop cancels every running phase at once, and their
+// requests arrive within a few milliseconds.
+func (x *Executor) cancelJobs(ctx context.Context, cancels []*job) {
+	time.Sleep(50 * time.Millisecond)
+	x.mu.Lock()
+	cancels = append(cancels, x.cancels...)
+	x.cancels = nil
+	x.mu.Unlock()
+	var ids []string
+	for _, jb := range cancels {
+		jb.canceled = true
+		if jb.id != "" {
+			ids = append(ids, jb.id)
+		}
+	}
+	if len(ids) > 0 {
+		if err := x.scancel(ctx, ids); err != nil {
+			x.o.Warn(err.Error())
+		}
+	}
+}
+
+// paceAfterQuery sets when to query next: the interval halves when a
+// query found a job ended and doubles when it found nothing new or
+// failed; a job seen ended without its exit file is looked at again once
+// its grace is over, and one whose command died of a signal soon.
+func (x *Executor) paceAfterQuery(pc *pace, left []*job, changed bool, err error) {
+	if err != nil {
+		pc.failing++
+		if pc.failing == 1 || pc.failing%10 == 0 {
+			x.o.Warn(fmt.Sprintf("Slurm status query failed (%d in a row; jobs are still followed through their exit files): %v", pc.failing, err))
+		}
+		pc.interval = min(pc.interval*2, x.o.PollMax)
+	} else {
+		pc.failing = 0
+		if changed {
+			pc.interval = max(pc.interval/2, x.o.PollMin)
+		} else {
+			pc.interval = min(pc.interval*2, x.o.PollMax)
+		}
+	}
+	pc.next = time.Now().Add(pc.interval)
+	for _, jb := range left {
+		if !jb.endedAt.IsZero() {
+			if t := jb.endedAt.Add(x.o.ExitFileWait); t.Before(pc.next) {
+				pc.next = t
+			}
+		}
+		// A command that died of a signal: Slurm says why within seconds.
+		if t := time.Now().Add(x.o.PollMin); jb.signalled && t.Before(pc.next) {
+			pc.next = t
+		}
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/cairn-run/cairn/spec"
 )
 
 // Files in a job's directory.
@@ -26,7 +24,7 @@ const (
 	envArg  = "CAIRN_SLURM_ARG_"
 	// envPipefail, set to 1, has a shell line (sh -c LINE) holding a '|'
 	// run with pipefail by a shell of the node that has it, as a local
-	// phase's is (engine.Job.Pipefail).
+	// phase's is (executor.Job.Pipefail).
 	envPipefail = "CAIRN_SLURM_PIPEFAIL"
 )
 
@@ -83,8 +81,9 @@ func commandEnv(argv []string, pipefail bool) []string {
 	return env
 }
 
-// sbatchArgs returns sbatch's arguments for one job.
-func sbatchArgs(name, workdir, dir string, p *spec.Phase) []string {
+// sbatchArgs returns sbatch's arguments for one job with the phase's
+// settings s and budget timeout.
+func sbatchArgs(name, workdir, dir string, s Settings, timeout time.Duration) []string {
 	args := []string{
 		"--parsable",
 		"--job-name=" + name,
@@ -92,12 +91,6 @@ func sbatchArgs(name, workdir, dir string, p *spec.Phase) []string {
 		"--output=" + outputPattern(filepath.Join(dir, stdoutFile)),
 		"--error=" + outputPattern(filepath.Join(dir, stderrFile)),
 		"--export=ALL",
-	}
-	var s spec.Slurm
-	var timeout time.Duration
-	if p != nil {
-		s = p.Slurm
-		timeout = p.Budget.Timeout
 	}
 	if s.Partition != "" {
 		args = append(args, "--partition="+s.Partition)
@@ -115,7 +108,7 @@ func sbatchArgs(name, workdir, dir string, p *spec.Phase) []string {
 		timeout = s.Time
 	}
 	if timeout > 0 {
-		args = append(args, "--time="+spec.SlurmMinutes(timeout))
+		args = append(args, "--time="+Minutes(timeout))
 	}
 	if s.Account != "" {
 		args = append(args, "--account="+s.Account)

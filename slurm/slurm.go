@@ -20,9 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
-	"github.com/cairn-run/cairn/runrec"
-	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/executor"
 )
 
 // Options tune the executor. Zero values take the defaults.
@@ -92,7 +90,7 @@ type Stats struct {
 	Cancels       int64 // scancel calls
 }
 
-// Executor runs jobs on Slurm. It implements engine.RemoteExecutor and is
+// Executor runs jobs on Slurm. It implements executor.RemoteExecutor and is
 // safe for concurrent use.
 type Executor struct {
 	o Options
@@ -111,7 +109,7 @@ type Executor struct {
 	submits, queries, scancels atomic.Int64
 }
 
-var _ engine.RemoteExecutor = (*Executor)(nil)
+var _ executor.RemoteExecutor = (*Executor)(nil)
 
 // New returns a Slurm executor. Nothing is asked of Slurm until a job runs.
 func New(o Options) *Executor {
@@ -204,27 +202,27 @@ type ending struct {
 	gone     bool   // the controller no longer knows the job
 }
 
-// Run implements engine.Executor for a job without phase settings: its
+// Run implements executor.Executor for a job without phase settings: its
 // files go to a temporary directory in the job's working directory.
-func (x *Executor) Run(ctx context.Context, j *engine.Job) (int, error) {
+func (x *Executor) Run(ctx context.Context, j *executor.Job) (int, error) {
 	dir, err := os.MkdirTemp(j.Dir, ".cairn-slurm-")
 	if err != nil {
 		return -1, err
 	}
 	defer os.RemoveAll(dir)
-	return x.RunRemote(ctx, j, &engine.RemoteJob{Dir: dir, Name: "cairn-" + JobName(j.Phase)})
+	return x.RunRemote(ctx, j, &executor.RemoteJob{Dir: dir, Name: "cairn-" + JobName(j.Phase)})
 }
 
-// RunRemote implements engine.RemoteExecutor.
-func (x *Executor) RunRemote(ctx context.Context, j *engine.Job, rj *engine.RemoteJob) (int, error) {
+// RunRemote implements executor.RemoteExecutor.
+func (x *Executor) RunRemote(ctx context.Context, j *executor.Job, rj *executor.RemoteJob) (int, error) {
 	if err := x.lookPath(); err != nil {
 		return -1, err
 	}
 	submitted := rj.Submitted
 	if submitted == nil {
-		submitted = func(engine.JobRef) {}
+		submitted = func(executor.JobRef) {}
 	}
-	ref := engine.JobRef{Executor: spec.ExecutorSlurm, Dir: rj.Dir, Name: JobName(rj.Name)}
+	ref := executor.JobRef{Executor: Plugin.Name, Dir: rj.Dir, Name: JobName(rj.Name)}
 	if rj.Adopt != nil {
 		ref = *rj.Adopt
 		if ref.ID == "" {
@@ -294,14 +292,14 @@ func (x *Executor) RunRemote(ctx context.Context, j *engine.Job, rj *engine.Remo
 	return code, err
 }
 
-// result turns how a job ended into the engine's terms.
+// result turns how a job ended into an exit code and a JobEndedError.
 func (e ending) result(id, dir string) (int, error) {
 	what := "Slurm job " + id
 	if e.fromFile {
 		if e.code == 0 {
 			return 0, nil
 		}
-		return e.code, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: e.code, Detail: what}
+		return e.code, &executor.JobEndedError{ExitCode: e.code, Detail: what}
 	}
 	detail := what + " " + e.state
 	if e.reason != "" && e.reason != "None" {
@@ -312,19 +310,19 @@ func (e ending) result(id, dir string) (int, error) {
 	}
 	switch e.state {
 	case "TIMEOUT", "DEADLINE":
-		return -1, &engine.JobEndedError{Status: runrec.StatusTimedOut, ExitCode: -1,
+		return -1, &executor.JobEndedError{TimedOut: true, ExitCode: -1,
 			Detail: detail + ": Slurm ended it at its time limit; raise slurm.time or budget.timeout"}
 	case "CANCELLED":
-		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": cancelled outside cairn (scancel, or an administrator)"}
+		return -1, &executor.JobEndedError{ExitCode: -1, Detail: detail + ": cancelled outside cairn (scancel, or an administrator)"}
 	case "OUT_OF_MEMORY":
-		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": out of memory; raise slurm.mem"}
+		return -1, &executor.JobEndedError{ExitCode: -1, Detail: detail + ": out of memory; raise slurm.mem"}
 	case "NODE_FAIL", "BOOT_FAIL":
-		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": the node failed; cairn resume runs the phase again"}
+		return -1, &executor.JobEndedError{ExitCode: -1, Detail: detail + ": the node failed; cairn resume runs the phase again"}
 	case "PREEMPTED", "REVOKED":
-		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1, Detail: detail + ": preempted; cairn resume runs the phase again"}
+		return -1, &executor.JobEndedError{ExitCode: -1, Detail: detail + ": preempted; cairn resume runs the phase again"}
 	}
 	if e.gone {
-		return -1, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: -1,
+		return -1, &executor.JobEndedError{ExitCode: -1,
 			Detail: fmt.Sprintf("%s left Slurm's queue without recording an exit status in %s", what, filepath.Join(dir, exitFile))}
 	}
 	code := -1
@@ -333,12 +331,16 @@ func (e ending) result(id, dir string) (int, error) {
 			code = n
 		}
 	}
-	return code, &engine.JobEndedError{Status: runrec.StatusFailed, ExitCode: code,
+	return code, &executor.JobEndedError{ExitCode: code,
 		Detail: fmt.Sprintf("%s: the batch script recorded no exit status in %s", detail, filepath.Join(dir, exitFile))}
 }
 
 // submit writes the batch script and submits it, returning the job id.
-func (x *Executor) submit(ctx context.Context, j *engine.Job, rj *engine.RemoteJob, ref engine.JobRef, submitted func(engine.JobRef)) (string, error) {
+func (x *Executor) submit(ctx context.Context, j *executor.Job, rj *executor.RemoteJob, ref executor.JobRef, submitted func(executor.JobRef)) (string, error) {
+	settings, err := settingsOf(j.Config)
+	if err != nil {
+		return "", err
+	}
 	if err := os.RemoveAll(rj.Dir); err != nil {
 		return "", fmt.Errorf("clear the job directory %s: %w", rj.Dir, err)
 	}
@@ -350,7 +352,7 @@ func (x *Executor) submit(ctx context.Context, j *engine.Job, rj *engine.RemoteJ
 	if err := os.WriteFile(script, []byte(batchScript(j.Phase, rj.Dir)), 0o755); err != nil {
 		return "", fmt.Errorf("write the batch script: %w", err)
 	}
-	args := sbatchArgs(ref.Name, j.Dir, rj.Dir, rj.Phase)
+	args := sbatchArgs(ref.Name, j.Dir, rj.Dir, settings, rj.Timeout)
 	env := append(append([]string{}, j.Env...), commandEnv(j.Argv, j.Pipefail)...)
 	// sbatch itself may need to find the cluster's configuration.
 	if v, ok := os.LookupEnv("SLURM_CONF"); ok {
@@ -411,7 +413,7 @@ func (x *Executor) submit(ctx context.Context, j *engine.Job, rj *engine.RemoteJ
 }
 
 // findID returns a job's id from its id file, or by its name in the queue.
-func (x *Executor) findID(ctx context.Context, ref engine.JobRef) string {
+func (x *Executor) findID(ctx context.Context, ref executor.JobRef) string {
 	if b, err := os.ReadFile(filepath.Join(ref.Dir, idFile)); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" {
 			return id
@@ -449,9 +451,9 @@ func (x *Executor) query(ctx context.Context, name string, args ...string) (stri
 	return stdout.String(), stderr.String(), err
 }
 
-// Adoptable implements engine.RemoteExecutor: the job finished with its
+// Adoptable implements executor.RemoteExecutor: the job finished with its
 // exit status recorded, or Slurm still has it queued or running.
-func (x *Executor) Adoptable(ctx context.Context, ref engine.JobRef) bool {
+func (x *Executor) Adoptable(ctx context.Context, ref executor.JobRef) bool {
 	if ref.Dir == "" || x.lookPath() != nil {
 		return false
 	}
@@ -481,8 +483,8 @@ func (x *Executor) Adoptable(ctx context.Context, ref engine.JobRef) bool {
 	return true
 }
 
-// Cancel implements engine.RemoteExecutor: one scancel for all the jobs.
-func (x *Executor) Cancel(ctx context.Context, refs []engine.JobRef) error {
+// Cancel implements executor.RemoteExecutor: one scancel for all the jobs.
+func (x *Executor) Cancel(ctx context.Context, refs []executor.JobRef) error {
 	if err := x.lookPath(); err != nil {
 		return err
 	}

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/cairn-run/cairn/spec"
 )
 
 // The batch script rebuilds the exact argv from the environment, runs it,
@@ -46,12 +44,10 @@ func TestBatchScriptRunsArgvFromEnv(t *testing.T) {
 }
 
 func TestSbatchArgs(t *testing.T) {
-	p := &spec.Phase{
-		Slurm: spec.Slurm{Partition: "gpu", CPUs: 4, Mem: "8G", Gres: "gpu:1", Account: "lab", QoS: "high",
-			ExtraArgs: []string{"--constraint=a100"}},
-		Budget: spec.Budget{Timeout: 90 * time.Second},
-	}
-	got := sbatchArgs("cairn-x", "/ws", "/ws/.cairn/runs/r/jobs/100%.1", p)
+	s := Settings{Partition: "gpu", CPUs: 4, Mem: "8G", Gres: "gpu:1", Account: "lab", QoS: "high",
+		ExtraArgs: []string{"--constraint=a100"}}
+	timeout := 90 * time.Second
+	got := sbatchArgs("cairn-x", "/ws", "/ws/.cairn/runs/r/jobs/100%.1", s, timeout)
 	want := []string{
 		"--parsable", "--job-name=cairn-x", "--chdir=/ws",
 		"--output=/ws/.cairn/runs/r/jobs/100%%.1/stdout", "--error=/ws/.cairn/runs/r/jobs/100%%.1/stderr",
@@ -64,8 +60,8 @@ func TestSbatchArgs(t *testing.T) {
 		t.Errorf("sbatch args (-want +got):\n%s", d)
 	}
 	// slurm.time wins over budget.timeout.
-	p.Slurm.Time = 2 * time.Hour
-	got = sbatchArgs("n", "/ws", "/d", p)
+	s.Time = 2 * time.Hour
+	got = sbatchArgs("n", "/ws", "/d", s, timeout)
 	if !contains(got, "--time=120") {
 		t.Errorf("time = 2h gave %v", got)
 	}

@@ -283,7 +283,7 @@ var experimentSchema = &hcl.BodySchema{
 		{Name: "concurrency"},
 		{Name: "executor"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}, {Type: "budget"}, {Type: "slurm"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "cache"}, {Type: "budget"}}, // and the executors' (withExecutorBlocks)
 }
 
 var cacheSchema = &hcl.BodySchema{
@@ -292,7 +292,7 @@ var cacheSchema = &hcl.BodySchema{
 
 func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diagnostics) {
 	exp := Experiment{Name: b.Labels[0]}
-	content, diags := b.Body.Content(experimentSchema)
+	content, diags := b.Body.Content(withExecutorBlocks(experimentSchema))
 	ctx := sc.evalContext(nil)
 	if a, ok := content.Attributes["description"]; ok {
 		var d hcl.Diagnostics
@@ -323,12 +323,9 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 		diags = append(diags, d...)
 		exp.Executor = x
 	}
-	if b, d := onlyBlock(content.Blocks.OfType("slurm"), "The experiment"); b != nil {
-		diags = append(diags, d...)
-		sl, d := decodeSlurm(b, ctx)
-		diags = append(diags, d...)
-		exp.Slurm = sl
-	}
+	xc, d := decodeExecutorBlocks(content.Blocks, "The experiment", ctx)
+	diags = append(diags, d...)
+	exp.ExecutorConfig = xc
 	var seenCache *hcl.Block
 	for _, cb := range content.Blocks.OfType("cache") {
 		if seenCache != nil {

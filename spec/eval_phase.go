@@ -338,11 +338,10 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		diags = append(diags, d...)
 		p.Executor = x
 	}
-	if b, d := onlyBlock(rp.slurms, "A phase"); b != nil {
+	if len(rp.execBlocks) > 0 {
+		xc, d := decodeExecutorBlocks(rp.execBlocks, "A phase", ctx)
 		diags = append(diags, d...)
-		sl, d := decodeSlurm(b, ctx)
-		diags = append(diags, d...)
-		p.Slurm = sl
+		p.ExecutorConfig = xc
 	}
 	if e, ok := attr("resources"); ok {
 		res, d := evalResources(e, ctx)

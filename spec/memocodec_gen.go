@@ -3,15 +3,17 @@
 package spec
 
 import (
+	"encoding/json"
 	"time"
 
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/hint"
 	"github.com/hashicorp/hcl/v2"
 )
 
 // memoLayout is a hash of the layout below: a memo of another layout is
 // not read.
-const memoLayout = "af00175c594e"
+const memoLayout = "bdfc20bb1353"
 
 func writeExperiment(w *hint.Writer, x *Experiment) {
 	w.Str(x.Name)
@@ -23,7 +25,20 @@ func writeExperiment(w *hint.Writer, x *Experiment) {
 	w.Bool(x.CacheRequireSigned)
 	writeRunBudget(w, &x.Budget)
 	w.Str(x.Executor)
-	writeSlurm(w, &x.Slurm)
+	w.NilLen(len(x.ExecutorConfig), x.ExecutorConfig == nil)
+	for _, k0 := range sortedKeys(x.ExecutorConfig) {
+		w.Str(k0)
+		v0 := x.ExecutorConfig[k0]
+		w.NilLen(len(v0), v0 == nil)
+		for _, k1 := range sortedKeys(v0) {
+			w.Str(k1)
+			v1 := v0[k1]
+			w.NilLen(len(v1), v1 == nil)
+			for i2 := range v1 {
+				w.Uint(uint64(v1[i2]))
+			}
+		}
+	}
 }
 
 func readExperiment(r *hint.Reader, x *Experiment) {
@@ -36,7 +51,33 @@ func readExperiment(r *hint.Reader, x *Experiment) {
 	x.CacheRequireSigned = r.Bool()
 	readRunBudget(r, &x.Budget)
 	x.Executor = r.Str()
-	readSlurm(r, &x.Slurm)
+	if n0, ok := r.NilLen(); ok {
+		m0 := make(map[string]executor.Config, n0)
+		for i0 := 0; i0 < n0 && r.OK(); i0++ {
+			var k0 string
+			var v0 executor.Config
+			k0 = r.Str()
+			if n1, ok := r.NilLen(); ok {
+				m1 := make(executor.Config, n1)
+				for i1 := 0; i1 < n1 && r.OK(); i1++ {
+					var k1 string
+					var v1 json.RawMessage
+					k1 = r.Str()
+					if n2, ok := r.NilLen(); ok {
+						s2 := make(json.RawMessage, n2)
+						for i2 := range s2 {
+							s2[i2] = uint8(r.Uint())
+						}
+						v1 = s2
+					}
+					m1[k1] = v1
+				}
+				v0 = m1
+			}
+			m0[k0] = v0
+		}
+		x.ExecutorConfig = m0
+	}
 }
 
 func writePool(w *hint.Writer, x *Pool) {
@@ -97,7 +138,20 @@ func writePhase(w *hint.Writer, x *Phase) {
 		w.Int(int64(v0))
 	}
 	w.Str(x.Executor)
-	writeSlurm(w, &x.Slurm)
+	w.NilLen(len(x.ExecutorConfig), x.ExecutorConfig == nil)
+	for _, k0 := range sortedKeys(x.ExecutorConfig) {
+		w.Str(k0)
+		v0 := x.ExecutorConfig[k0]
+		w.NilLen(len(v0), v0 == nil)
+		for _, k1 := range sortedKeys(v0) {
+			w.Str(k1)
+			v1 := v0[k1]
+			w.NilLen(len(v1), v1 == nil)
+			for i2 := range v1 {
+				w.Uint(uint64(v1[i2]))
+			}
+		}
+	}
 	w.NilLen(len(x.Upstream), x.Upstream == nil)
 	for _, k0 := range sortedKeys(x.Upstream) {
 		w.Str(k0)
@@ -176,7 +230,33 @@ func readPhase(r *hint.Reader, x *Phase) {
 		x.Resources = m0
 	}
 	x.Executor = r.Str()
-	readSlurm(r, &x.Slurm)
+	if n0, ok := r.NilLen(); ok {
+		m0 := make(map[string]executor.Config, n0)
+		for i0 := 0; i0 < n0 && r.OK(); i0++ {
+			var k0 string
+			var v0 executor.Config
+			k0 = r.Str()
+			if n1, ok := r.NilLen(); ok {
+				m1 := make(executor.Config, n1)
+				for i1 := 0; i1 < n1 && r.OK(); i1++ {
+					var k1 string
+					var v1 json.RawMessage
+					k1 = r.Str()
+					if n2, ok := r.NilLen(); ok {
+						s2 := make(json.RawMessage, n2)
+						for i2 := range s2 {
+							s2[i2] = uint8(r.Uint())
+						}
+						v1 = s2
+					}
+					m1[k1] = v1
+				}
+				v0 = m1
+			}
+			m0[k0] = v0
+		}
+		x.ExecutorConfig = m0
+	}
 	if n0, ok := r.NilLen(); ok {
 		m0 := make(map[string][]string, n0)
 		for i0 := 0; i0 < n0 && r.OK(); i0++ {
@@ -204,28 +284,6 @@ func readRunBudget(r *hint.Reader, x *RunBudget) {
 		*p0 = r.Float()
 		x.MaxCost = p0
 	}
-}
-
-func writeSlurm(w *hint.Writer, x *Slurm) {
-	w.Str(x.Partition)
-	w.Int(int64(x.CPUs))
-	w.Str(x.Mem)
-	w.Str(x.Gres)
-	w.Int(int64(x.Time))
-	w.Str(x.Account)
-	w.Str(x.QoS)
-	w.Strs(x.ExtraArgs)
-}
-
-func readSlurm(r *hint.Reader, x *Slurm) {
-	x.Partition = r.Str()
-	x.CPUs = int(r.Int())
-	x.Mem = r.Str()
-	x.Gres = r.Str()
-	x.Time = time.Duration(r.Int())
-	x.Account = r.Str()
-	x.QoS = r.Str()
-	x.ExtraArgs = r.Strs()
 }
 
 func writeHCLRange(w *hint.Writer, x *hcl.Range) {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/executor"
 	"github.com/hashicorp/hcl/v2"
 )
 
@@ -92,8 +93,9 @@ type Experiment struct {
 	Budget RunBudget `json:"budget,omitzero"`
 	// Executor is the default executor of the phases ("" means local).
 	Executor string `json:"executor,omitempty"`
-	// Slurm holds the default Slurm settings of the phases.
-	Slurm Slurm `json:"slurm,omitzero"`
+	// ExecutorConfig holds the default settings of the phases for each
+	// executor whose block the experiment holds, by executor name.
+	ExecutorConfig map[string]executor.Config `json:"executor_config,omitempty"`
 }
 
 // Phase is one evaluated phase.
@@ -155,12 +157,14 @@ type Phase struct {
 	// Resources holds the units of each pool the phase holds while it
 	// runs.
 	Resources map[string]int
-	// Executor is where the phase's command runs: ExecutorLocal or
-	// ExecutorSlurm (its own executor attribute, else the experiment's,
-	// else local). Slurm is its Slurm settings, the experiment's slurm
-	// block overlaid with its own. Neither enters the phase's key.
-	Executor string
-	Slurm    Slurm
+	// Executor is where the phase's command runs, a registered executor's
+	// name (its own executor attribute, else the experiment's, else
+	// local). ExecutorConfig holds its settings for each executor whose
+	// block it or the experiment holds, by executor name: the
+	// experiment's block overlaid with its own. Neither enters the
+	// phase's key.
+	Executor       string
+	ExecutorConfig map[string]executor.Config
 
 	// Upstream lists, per upstream phase address, the output paths this
 	// phase reads from it; a nil slice means all of that phase's outputs

@@ -15,6 +15,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/dag"
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/internal/cores"
 )
 
@@ -38,7 +39,7 @@ var phaseSchema = &hcl.BodySchema{
 		{Name: "temporary"},
 		{Name: "executor"},
 	},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}, {Type: "slurm"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "budget"}}, // and the executors' (withExecutorBlocks)
 }
 
 // rawPhase is a phase block decoded into expressions, before evaluation.
@@ -47,11 +48,11 @@ type rawPhase struct {
 	block *hcl.Block
 	attrs hcl.Attributes
 	// budgets holds the phase's budget blocks (at most one is valid);
-	// slurms its slurm blocks.
-	budgets []*hcl.Block
-	slurms  []*hcl.Block
-	refs    []phaseRef // from every attribute but depends_on and for_each
-	deps    []phaseRef // from depends_on
+	// execBlocks its executors' blocks (slurm { ... }).
+	budgets    []*hcl.Block
+	execBlocks hcl.Blocks
+	refs       []phaseRef // from every attribute but depends_on and for_each
+	deps       []phaseRef // from depends_on
 	// forEach is the for_each expression, or nil; forEachRefs are the
 	// phases it refers to, and eachPhase the block it iterates when it is
 	// exactly phase.NAME (each.value is then that block's instance).
@@ -106,9 +107,10 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			})
 			continue
 		}
-		content, d := b.Body.Content(phaseSchema)
-		diags = append(diags, betterSuggestions(d, phaseSchema)...)
-		rp := &rawPhase{name: name, block: b, attrs: content.Attributes, budgets: content.Blocks.OfType("budget"), slurms: content.Blocks.OfType("slurm")}
+		schema := withExecutorBlocks(phaseSchema)
+		content, d := b.Body.Content(schema)
+		diags = append(diags, betterSuggestions(d, schema)...)
+		rp := &rawPhase{name: name, block: b, attrs: content.Attributes, budgets: content.Blocks.OfType("budget"), execBlocks: otherBlocks(content.Blocks, "budget")}
 		raws[name] = rp
 		order = append(order, rp)
 	}
@@ -149,7 +151,7 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 				rp.usesSelf = true
 			}
 		}
-		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.slurms...) {
+		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.execBlocks...) {
 			attrs, _ := b.Body.JustAttributes()
 			for _, a := range attrs {
 				refs, d := collectRefs(a.Expr, raws, names)
@@ -334,15 +336,15 @@ func evalInstances(rp *rawPhase, sc *scope, values map[string]cty.Value, evaluat
 }
 
 // applyExecutorDefaults gives p the experiment's executor when it names
-// none, and the experiment's Slurm settings where it sets none.
+// none, and the experiment's executor settings where it sets none.
 func applyExecutorDefaults(p *Phase, exp Experiment) {
 	if p.Executor == "" {
 		p.Executor = exp.Executor
 	}
 	if p.Executor == "" {
-		p.Executor = ExecutorLocal
+		p.Executor = executor.Local
 	}
-	p.Slurm = exp.Slurm.Over(p.Slurm)
+	p.ExecutorConfig = overConfigs(exp.ExecutorConfig, p.ExecutorConfig)
 }
 
 // collectRefs finds every phase.NAME[.outputs[.KEY]] traversal in expr.

@@ -45,7 +45,7 @@ func (o *runOptions) AddFlags(f *pflag.FlagSet) {
 	f.IntVarP(&o.Jobs, "jobs", "j", 0, "run or restore up to `N` phases at once (default: the spec's concurrency, else the number of CPUs); cached phases are checked meanwhile")
 	f.BoolVar(&o.KeepGoing, "keep-going", false, "keep running independent phases after a phase failed")
 	f.BoolVar(&o.DryRun, "dry-run", false, "show what would run, like plan, and run nothing")
-	f.StringVar(&o.Executor, "executor", "", "run every phase on `EXECUTOR` (local or slurm), whatever the spec says")
+	f.StringVar(&o.Executor, "executor", "", "run every phase on `EXECUTOR` ("+executorList()+"), whatever the spec says")
 	o.progressOptions.AddFlags(f)
 }
 

@@ -149,7 +149,7 @@ spec to raise a budget.`,
 	}
 	prog.AddFlags(cmd.Flags())
 	cmd.Flags().IntVarP(&jobs, "jobs", "j", 0, "run or restore up to `N` phases at once (default: as the resumed run); cached phases are checked meanwhile")
-	cmd.Flags().StringVar(&executor, "executor", "", "run every phase on `EXECUTOR` (local or slurm; default: as the resumed run)")
+	cmd.Flags().StringVar(&executor, "executor", "", "run every phase on `EXECUTOR` ("+executorList()+"; default: as the resumed run)")
 	return cmd
 }
 

@@ -2,34 +2,56 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/executor"
+	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/slurm"
-	"github.com/cairn-run/cairn/spec"
 )
 
-// remoteExecutors returns the executors of phases that do not run on this
-// machine, by name. None of them asks anything of its backend until a
-// phase runs on it.
-func (g *globals) remoteExecutors() (map[string]engine.Executor, error) {
-	o, err := slurm.OptionsFromEnv()
-	if err != nil {
-		return nil, usageError{err}
+// The executors phases run on, one registration each: adding an executor
+// is a package that provides an executor.Plugin, and a line here.
+func init() {
+	executor.Register(local.Plugin)
+	executor.Register(slurm.Plugin)
+}
+
+// executors makes this process's executors: the local one, and the others
+// by name. None of them asks anything of its backend until a phase runs on
+// it.
+func (g *globals) executors() (executor.Executor, map[string]executor.Executor, error) {
+	xs := map[string]executor.Executor{}
+	for _, p := range executor.Plugins() {
+		name := p.Name
+		x, err := p.New(executor.Env{Warn: func(msg string) { g.warn(name + ": " + msg) }, Kill: g.killCh})
+		if err != nil {
+			return nil, nil, usageError{err}
+		}
+		xs[name] = x
 	}
-	o.Warn = func(msg string) { g.warn("slurm: " + msg) }
-	return map[string]engine.Executor{spec.ExecutorSlurm: slurm.New(o)}, nil
+	lx := xs[executor.Local]
+	delete(xs, executor.Local)
+	return lx, xs, nil
 }
 
 // checkExecutor validates an --executor value.
 func checkExecutor(name string) error {
-	if name == "" || slices.Contains(spec.Executors, name) {
+	if _, ok := executor.Lookup(name); ok || name == "" {
 		return nil
 	}
-	return usageError{fmt.Errorf("--executor %q: the executors are %s", name, strings.Join(spec.Executors, ", "))}
+	return usageError{fmt.Errorf("--executor %q: the executors are %s", name, strings.Join(executor.Names(), ", "))}
+}
+
+// executorList names the executors for help texts: "local or slurm".
+func executorList() string {
+	names := executor.Names()
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // cancelLeftJobs cancels the remote jobs of a run whose cairn process is
@@ -47,16 +69,16 @@ func cancelLeftJobs(cmd *cobra.Command, g *globals, ws engine.Workspace, args []
 	if len(refs) == 0 {
 		return fmt.Errorf("run %s is not running and left no job behind", st.RunID)
 	}
-	xs, err := g.remoteExecutors()
+	_, xs, err := g.executors()
 	if err != nil {
 		return err
 	}
-	byExec := map[string][]engine.JobRef{}
+	byExec := map[string][]executor.JobRef{}
 	for _, r := range refs {
 		byExec[r.Executor] = append(byExec[r.Executor], r)
 	}
 	for name, rs := range byExec {
-		x, ok := xs[name].(engine.RemoteExecutor)
+		x, ok := xs[name].(executor.RemoteExecutor)
 		if !ok {
 			return fmt.Errorf("run %s left jobs on executor %q, which this cairn does not know", st.RunID, name)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/cairn-run/cairn/executor/local"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,7 +190,7 @@ func TestCtrlC(t *testing.T) {
 	}
 	t.Run("B-two", func(t *testing.T) {
 		took := forceful(t, false)
-		if bound := engine.DefaultGrace + time.Second; took > bound {
+		if bound := local.DefaultGrace + time.Second; took > bound {
 			t.Errorf("cairn exited %s after the second Ctrl-C, want at most grace + 1s = %s", took, bound)
 		}
 		figures = append(figures, fmt.Sprintf("second_to_exit=%s", took.Round(time.Millisecond)))

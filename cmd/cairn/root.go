@@ -397,11 +397,11 @@ func (g *globals) openEngine(rep engine.Reporter) (*spec.Spec, *engine.Engine, e
 	if err != nil {
 		return nil, nil, err
 	}
-	xs, err := g.remoteExecutors()
+	lx, xs, err := g.executors()
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: &engine.LocalExecutor{Kill: g.killCh}, Executors: xs, Memories: <-memories}), nil
+	return s, engine.New(s, c, engine.Config{Reporter: rep, Executor: lx, Executors: xs, Memories: <-memories}), nil
 }
 
 // earlyRead is the workspace's memories read ahead, from dir, and its

@@ -1,6 +1,7 @@
-package spec
+package slurm
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -10,23 +11,17 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/executor"
+	"github.com/cairn-run/cairn/spec"
 )
 
-// Executors a phase can run on.
-const (
-	ExecutorLocal = "local"
-	ExecutorSlurm = "slurm"
-)
-
-// Executors lists the executor names the executor attribute accepts.
-var Executors = []string{ExecutorLocal, ExecutorSlurm}
-
-// Slurm holds a phase's settings for the Slurm executor, from the slurm
-// block of the experiment (defaults) and of the phase (overrides, field by
-// field). Zero values mean "not set": Slurm's own default applies. None of
-// it enters a phase's key: where a phase runs does not change what it
-// computes.
-type Slurm struct {
+// Settings are a phase's settings for the Slurm executor, from the slurm
+// block of the experiment (defaults) and of the phase (overrides,
+// attribute by attribute). Zero values mean "not set": Slurm's own
+// default applies. None of it enters a phase's key: where a phase runs
+// does not change what it computes.
+type Settings struct {
 	Partition string `json:"partition,omitempty"`
 	// CPUs is --cpus-per-task.
 	CPUs int `json:"cpus,omitempty"`
@@ -43,39 +38,13 @@ type Slurm struct {
 	ExtraArgs []string `json:"extra_args,omitempty"`
 }
 
-// IsZero reports whether no setting is given.
-func (s Slurm) IsZero() bool {
-	return s.Partition == "" && s.CPUs == 0 && s.Mem == "" && s.Gres == "" && s.Time == 0 &&
-		s.Account == "" && s.QoS == "" && s.ExtraArgs == nil
-}
-
-// Over returns s with every setting that o gives replaced by o's.
-func (s Slurm) Over(o Slurm) Slurm {
-	if o.Partition != "" {
-		s.Partition = o.Partition
+// settingsOf decodes the settings a phase's executor.Config holds.
+func settingsOf(c executor.Config) (Settings, error) {
+	var s Settings
+	if err := c.Decode(&s); err != nil {
+		return s, fmt.Errorf("the phase's slurm settings: %w", err)
 	}
-	if o.CPUs != 0 {
-		s.CPUs = o.CPUs
-	}
-	if o.Mem != "" {
-		s.Mem = o.Mem
-	}
-	if o.Gres != "" {
-		s.Gres = o.Gres
-	}
-	if o.Time != 0 {
-		s.Time = o.Time
-	}
-	if o.Account != "" {
-		s.Account = o.Account
-	}
-	if o.QoS != "" {
-		s.QoS = o.QoS
-	}
-	if o.ExtraArgs != nil {
-		s.ExtraArgs = o.ExtraArgs
-	}
-	return s
+	return s, nil
 }
 
 var slurmSchema = &hcl.BodySchema{
@@ -99,38 +68,29 @@ var (
 	})
 )
 
-// decodeSlurm decodes a slurm block.
-func decodeSlurm(b *hcl.Block, ctx *hcl.EvalContext) (Slurm, hcl.Diagnostics) {
-	var s Slurm
-	content, diags := b.Body.Content(slurmSchema)
-	diags = betterSuggestions(diags, slurmSchema)
-	str := func(name string, dst *string) {
-		a, ok := content.Attributes[name]
-		if !ok {
-			return
+// decodeBlock validates and evaluates a slurm block: each attribute it
+// sets, as the Settings field of the same JSON name holds it.
+func decodeBlock(body hcl.Body, ctx *hcl.EvalContext) (executor.Config, hcl.Diagnostics) {
+	content, diags := spec.Content(body, slurmSchema)
+	cfg := executor.Config{}
+	set := func(name string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err) // strings, numbers and lists of strings always marshal
 		}
-		v, d := evalString(a.Expr, ctx, "slurm."+name)
-		diags = append(diags, d...)
-		if d.HasErrors() {
-			return
-		}
-		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Invalid slurm." + name,
-				Detail:   fmt.Sprintf("slurm.%s is %q; it must be one word (leave it out to use Slurm's default).", name, v),
-				Subject:  a.Expr.Range().Ptr(),
-			})
-			return
-		}
-		*dst = v
+		cfg[name] = b
 	}
-	str("partition", &s.Partition)
-	str("gres", &s.Gres)
-	str("account", &s.Account)
-	str("qos", &s.QoS)
+	for _, name := range []string{"partition", "gres", "account", "qos"} {
+		if a, ok := content.Attributes[name]; ok {
+			v, d := evalWord(a, ctx)
+			diags = append(diags, d...)
+			if !d.HasErrors() {
+				set(name, v)
+			}
+		}
+	}
 	if a, ok := content.Attributes["cpus"]; ok {
-		n, d := evalInt(a.Expr, ctx, "slurm.cpus")
+		n, d := spec.EvalInt(a.Expr, ctx, "slurm.cpus")
 		diags = append(diags, d...)
 		if !d.HasErrors() && (n < 1 || n > 100000) {
 			diags = append(diags, &hcl.Diagnostic{
@@ -140,10 +100,10 @@ func decodeSlurm(b *hcl.Block, ctx *hcl.EvalContext) (Slurm, hcl.Diagnostics) {
 				Subject:  a.Expr.Range().Ptr(),
 			})
 		}
-		s.CPUs = n
+		set("cpus", n)
 	}
 	if a, ok := content.Attributes["mem"]; ok {
-		v, d := evalString(a.Expr, ctx, "slurm.mem")
+		v, d := spec.EvalString(a.Expr, ctx, "slurm.mem")
 		diags = append(diags, d...)
 		if !d.HasErrors() && !memRe().MatchString(v) {
 			diags = append(diags, &hcl.Diagnostic{
@@ -153,47 +113,71 @@ func decodeSlurm(b *hcl.Block, ctx *hcl.EvalContext) (Slurm, hcl.Diagnostics) {
 				Subject:  a.Expr.Range().Ptr(),
 			})
 		}
-		s.Mem = strings.ToUpper(v)
+		set("mem", strings.ToUpper(v))
 	}
 	if a, ok := content.Attributes["time"]; ok {
 		d, dd := evalSlurmTime(a.Expr, ctx)
 		diags = append(diags, dd...)
-		s.Time = d
+		set("time", d)
 	}
 	if a, ok := content.Attributes["extra_args"]; ok {
-		l, d := evalStringList(a.Expr, ctx, "slurm.extra_args")
+		l, d := evalExtraArgs(a, ctx)
 		diags = append(diags, d...)
-		for _, arg := range l {
-			if !strings.HasPrefix(arg, "-") {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid slurm.extra_args",
-					Detail:   fmt.Sprintf("%q is not an sbatch option: write each option with its value as one string, such as \"--constraint=gpu\".", arg),
-					Subject:  a.Expr.Range().Ptr(),
-				})
-			}
-		}
-		if l == nil {
-			l = []string{}
-		}
-		s.ExtraArgs = l
+		set("extra_args", l)
 	}
-	return s, diags
+	return cfg, diags
+}
+
+// evalWord evaluates a setting that is one word: partition, gres,
+// account, qos.
+func evalWord(a *hcl.Attribute, ctx *hcl.EvalContext) (string, hcl.Diagnostics) {
+	v, diags := spec.EvalString(a.Expr, ctx, "slurm."+a.Name)
+	if diags.HasErrors() {
+		return "", diags
+	}
+	if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") {
+		return "", append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid slurm." + a.Name,
+			Detail:   fmt.Sprintf("slurm.%s is %q; it must be one word (leave it out to use Slurm's default).", a.Name, v),
+			Subject:  a.Expr.Range().Ptr(),
+		})
+	}
+	return v, diags
+}
+
+// evalExtraArgs evaluates slurm.extra_args: sbatch options.
+func evalExtraArgs(a *hcl.Attribute, ctx *hcl.EvalContext) ([]string, hcl.Diagnostics) {
+	l, diags := spec.EvalStringList(a.Expr, ctx, "slurm.extra_args")
+	for _, arg := range l {
+		if !strings.HasPrefix(arg, "-") {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid slurm.extra_args",
+				Detail:   fmt.Sprintf("%q is not an sbatch option: write each option with its value as one string, such as \"--constraint=gpu\".", arg),
+				Subject:  a.Expr.Range().Ptr(),
+			})
+		}
+	}
+	if l == nil {
+		l = []string{}
+	}
+	return l, diags
 }
 
 // evalSlurmTime evaluates slurm.time: a cairn duration ("90m", "2h", a
 // number of seconds) or a Slurm time ("30", "1:30:00", "2-00:00:00").
 func evalSlurmTime(expr hcl.Expression, ctx *hcl.EvalContext) (time.Duration, hcl.Diagnostics) {
-	v, diags := evalValue(expr, ctx, "slurm.time")
+	v, diags := spec.EvalValue(expr, ctx, "slurm.time")
 	if diags.HasErrors() {
 		return 0, diags
 	}
 	if v.Type() == cty.String {
-		if d, ok := ParseSlurmTime(v.AsString()); ok {
+		if d, ok := ParseTime(v.AsString()); ok {
 			return d, diags
 		}
 	}
-	d, dd := evalDuration(expr, ctx, "slurm.time")
+	d, dd := spec.EvalDuration(expr, ctx, "slurm.time")
 	if dd.HasErrors() {
 		for _, x := range dd {
 			x.Detail = strings.TrimSuffix(x.Detail, ".") + `, or a Slurm time such as "30" (minutes), "1:30:00" or "2-00:00:00".`
@@ -202,9 +186,9 @@ func evalSlurmTime(expr hcl.Expression, ctx *hcl.EvalContext) (time.Duration, hc
 	return d, dd
 }
 
-// ParseSlurmTime parses a time in one of Slurm's formats (minutes,
+// ParseTime parses a time in one of Slurm's formats (minutes,
 // minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]]).
-func ParseSlurmTime(s string) (time.Duration, bool) {
+func ParseTime(s string) (time.Duration, bool) {
 	m := slurmTimeRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, false
@@ -234,31 +218,12 @@ func ParseSlurmTime(s string) (time.Duration, bool) {
 	return d, true
 }
 
-// SlurmMinutes renders a time limit as sbatch's --time value: whole
-// minutes, rounded up (Slurm's granularity).
-func SlurmMinutes(d time.Duration) string {
+// Minutes renders a time limit as sbatch's --time value: whole minutes,
+// rounded up (Slurm's granularity).
+func Minutes(d time.Duration) string {
 	m := (d + time.Minute - 1) / time.Minute
 	if m < 1 {
 		m = 1
 	}
 	return strconv.FormatInt(int64(m), 10)
-}
-
-// decodeExecutor evaluates an executor attribute.
-func decodeExecutor(a *hcl.Attribute, ctx *hcl.EvalContext) (string, hcl.Diagnostics) {
-	v, diags := evalString(a.Expr, ctx, "executor")
-	if diags.HasErrors() {
-		return "", diags
-	}
-	for _, e := range Executors {
-		if v == e {
-			return v, diags
-		}
-	}
-	return "", append(diags, &hcl.Diagnostic{
-		Severity: hcl.DiagError,
-		Summary:  "Unknown executor",
-		Detail:   fmt.Sprintf("executor is %q; it can be %q (this machine) or %q (submit with sbatch).%s", v, ExecutorLocal, ExecutorSlurm, didYouMean(v, Executors)),
-		Subject:  a.Expr.Range().Ptr(),
-	})
 }

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/executor"
 )
 
 func TestParsePipeline(t *testing.T) {
@@ -181,12 +183,12 @@ func TestRunDirectFallsBackToSh(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	run := func(line string) {
 		t.Helper()
 		var stderr strings.Builder
-		code, err := x.Run(context.Background(), &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env, Stderr: &stderr})
+		code, err := x.Run(context.Background(), &executor.Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env, Stderr: &stderr})
 		if err != nil || code != 0 {
 			t.Fatalf("%q: exit %d, %v\n%s", line, code, err, stderr.String())
 		}
@@ -315,7 +317,7 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"cat < /proc/self/cmdline | tr '\\0' ' '", // sh's, not cairn's
 		"cat a > fifo | cat < fifo",               // opening it would block cairn
 		"cat a | ./plain | cat",                   // a script sh runs itself
-		// A first stage cat that cairn does itself, and ones it leaves to cat.
+		// Pipelines led by cat: its messages, its early end, its operands.
 		"cat a a b | wc -c",
 		"cat sub/c a | cat -A",
 		"cat big | head -c 5",                  // the reader leaves early: EPIPE, silently
@@ -332,7 +334,7 @@ func TestPipelineMatchesSh(t *testing.T) {
 		"cat a > stdout-link",
 	}
 	viaSh := map[string]bool{"cat a | ./plain | cat": true} // directPlan refuses them
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
 	for _, line := range lines {
@@ -372,12 +374,12 @@ func shRun(t *testing.T, line string, env []string, dir string) runResult {
 // cairnRunsLikeSh runs line by x in a new directory that setup prepares,
 // its output going to writers and then to files, and reports every
 // difference from want (what sh gave).
-func cairnRunsLikeSh(t *testing.T, x *LocalExecutor, line string, env []string, want runResult, setup func(t *testing.T, dir string)) {
+func cairnRunsLikeSh(t *testing.T, x *Executor, line string, env []string, want runResult, setup func(t *testing.T, dir string)) {
 	t.Helper()
 	for _, toFiles := range []bool{false, true} {
 		dir := t.TempDir()
 		setup(t, dir)
-		job := &Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
+		job := &executor.Job{Phase: "p", Argv: []string{"sh", "-c", line}, Dir: dir, Env: env}
 		var bout, berr lockedBuffer
 		var fout, ferr *os.File
 		if toFiles {
@@ -421,10 +423,10 @@ func TestPipelineRunsWithoutSh(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ppid"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	var stdout, stderr lockedBuffer
-	job := &Job{
+	job := &executor.Job{
 		Phase: "p", Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")},
 		Argv:   []string{"sh", "-c", "./ppid first | ./ppid middle 2>err | ./ppid last > out"},
 		Stdout: &stdout, Stderr: &stderr,
@@ -452,7 +454,7 @@ func TestPipelineCancel(t *testing.T) {
 		if !ok {
 			t.Fatalf("%q goes to sh", line)
 		}
-		x := &LocalExecutor{Grace: 20 * time.Second}
+		x := &Executor{Grace: 20 * time.Second}
 		ctx, cancel := context.WithCancel(context.Background())
 		type result struct {
 			code int
@@ -522,7 +524,7 @@ func TestPipelineLaterStageFails(t *testing.T) {
 	if _, ok := directPlan(job.Argv, job.Env, job.Dir); !ok {
 		t.Fatalf("%q goes to sh", job.Argv[2])
 	}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	began := time.Now()
 	code, err := x.Run(context.Background(), job)
@@ -552,7 +554,7 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"}
-	x := &LocalExecutor{}
+	x := &Executor{}
 	defer x.Flush()
 	for _, tc := range []struct{ line, out string }{
 		{"env > out", "PWD="},
@@ -570,7 +572,7 @@ func TestPipelineEnvironmentLikeSh(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%q: sh: %v\n%s", tc.line, err, out)
 				}
-			} else if code, err := x.Run(t.Context(), &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: link, Env: env}); code != 0 || err != nil {
+			} else if code, err := x.Run(t.Context(), &executor.Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: link, Env: env}); code != 0 || err != nil {
 				t.Fatalf("%q: %d, %v", tc.line, code, err)
 			}
 			b, err := os.ReadFile(filepath.Join(real, "out"))
@@ -682,57 +684,6 @@ func TestKernelExecsRacyBinaryNotRemembered(t *testing.T) {
 	}
 }
 
-// TestCatStage: which first stages cairn copies itself (catStage) and
-// which it leaves to cat; TestPipelineMatchesSh checks that either way
-// the output is sh's.
-func TestCatStage(t *testing.T) {
-	dir := t.TempDir()
-	pipelineFixture(t, dir)
-	if err := os.Symlink("a", filepath.Join(dir, "link")); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"PATH=" + os.Getenv("PATH")}
-	tests := []struct {
-		line string
-		own  bool
-	}{
-		{"cat a b | sha256sum > out", true},
-		{"cat a | wc -c", true},
-		{"cat big sub/c link | wc -c", true},
-		{"/bin/cat a | wc -c", true},
-		{"cat a | cat | wc -c", true}, // the first stage only
-		{"cat a", false},              // no pipeline: one process either way
-		{"cat" + strings.Repeat(" a", maxCatOperands) + " | wc -c", true},
-		{"cat" + strings.Repeat(" a", maxCatOperands+1) + " | wc -c", false},
-		{"cat | wc -c", false}, // its standard input
-		{"cat a missing | wc -c", false},
-		{"cat a dir | wc -c", false},
-		{"cat a fifo | wc -c", false},
-		{"cat -u a | wc -c", false},
-		{"cat -- a | wc -c", false},
-		{"cat a - | wc -c", false},
-		{"cat a 2>err | wc -c", false},
-		{"cat /dev/stdin | wc -c", false},
-		{"cat /proc/self/status | wc -c", false},
-		{"tac a | wc -c", false},
-		{"./script a | wc -c", false},
-	}
-	for _, tt := range tests {
-		p, ok := directPlan([]string{"sh", "-c", tt.line}, env, dir)
-		if !ok {
-			t.Errorf("%q: directPlan refused it", tt.line)
-			continue
-		}
-		c := openCat(dir, p)
-		if got := c != nil; got != tt.own {
-			t.Errorf("%q: cairn copies the first stage: %v, want %v", tt.line, got, tt.own)
-		}
-		if c != nil {
-			c.abandon()
-		}
-	}
-}
-
 // TestPipelinePipefail: with Job.Pipefail a shell line's status is that
 // of its last failed stage, as sh -o pipefail gives it (128+N for a stage
 // killed by signal N, SIGPIPE included), whether cairn runs the pipeline
@@ -763,11 +714,11 @@ func TestPipelinePipefail(t *testing.T) {
 			t.Errorf("%q: run without sh: %v, want %v", tc.line, direct, !tc.viaShell)
 		}
 		for _, pipefail := range []bool{true, false} {
-			x := &LocalExecutor{}
+			x := &Executor{}
 			dir := t.TempDir()
 			pipelineFixture(t, dir)
 			var stderr lockedBuffer
-			job := &Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"},
+			job := &executor.Job{Phase: "p", Argv: []string{"sh", "-c", tc.line}, Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH"), "LC_ALL=C"},
 				Stdout: &lockedBuffer{}, Stderr: &stderr, Pipefail: pipefail}
 			code, err := x.Run(context.Background(), job)
 			x.Flush()

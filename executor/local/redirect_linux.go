@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"errors"
@@ -7,35 +7,6 @@ import (
 	"github.com/cairn-run/cairn/internal/fsx"
 	"golang.org/x/sys/unix"
 )
-
-// openCatFile opens path for catStage if it is a regular file that cat
-// would open too: anything else is never opened, since opening a FIFO
-// (even without blocking) lets a writer waiting on it go on, and a
-// device's opening may do something. Nor is a file that the opening
-// process decides, wherever the path leads: a symbolic link to
-// /dev/stdin leads through a magic link (/proc/self/fd/0, refused by
-// RESOLVE_NO_MAGICLINKS), one to /proc/self/status to a file of procfs,
-// whose files describe their reader (refused by the file system's type).
-// Without openat2 (Linux before 5.6), cat runs.
-func openCatFile(path string) (*os.File, bool) {
-	var st unix.Stat_t
-	if err := unix.Stat(path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false
-	}
-	// Non-blocking still: should a FIFO replace the file meanwhile, its
-	// opening would wait for a writer.
-	fd, err := openNoMagic(path, unix.O_RDONLY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, false
-	}
-	var fs unix.Statfs_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG ||
-		unix.Fstatfs(fd, &fs) != nil || fs.Type == unix.PROC_SUPER_MAGIC {
-		unix.Close(fd)
-		return nil, false
-	}
-	return os.NewFile(uintptr(fd), path), true
-}
 
 // openNoMagic opens path (close-on-exec) without going through a magic
 // link such as /proc/self/fd/1 or /dev/stdout.

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/internal/testkit"
 )
 
@@ -82,8 +83,8 @@ func (l *lockedBuffer) String() string {
 }
 
 // testJob is a shell job in dir carrying mark and a job marker.
-func testJob(dir, mark, script string, stdout, stderr io.Writer) *Job {
-	job := &Job{
+func testJob(dir, mark, script string, stdout, stderr io.Writer) *executor.Job {
+	job := &executor.Job{
 		Phase:  "p",
 		Argv:   []string{"sh", "-c", script},
 		Dir:    dir,
@@ -132,7 +133,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 		{"ignores-term", `trap "" TERM; sleep 300 & touch ready; wait; wait`, false, grace + quick},
 		{"fork-200", `i=0; while [ $i -lt 200 ]; do sleep 300 & i=$((i+1)); done; touch ready; wait`, false, quick},
 	}
-	x := &LocalExecutor{Grace: grace, WaitDelay: waitDelay}
+	x := &Executor{Grace: grace, WaitDelay: waitDelay}
 	var all, ignoring []time.Duration // processes dying on SIGTERM; one ignoring it
 	total := 0
 	for _, v := range variants {
@@ -208,7 +209,7 @@ func TestTimeoutKillsTree(t *testing.T) {
 // the group and the job marker holds the pipe for at most WaitDelay: the
 // job then keeps its exit status and its log says output was dropped.
 func TestPipeHolderDoesNotHangWait(t *testing.T) {
-	x := &LocalExecutor{} // the defaults: 5s grace, 1s WaitDelay
+	x := &Executor{} // the defaults: 5s grace, 1s WaitDelay
 	var worst time.Duration
 	for _, tc := range []struct {
 		name string
@@ -287,7 +288,7 @@ func TestPipeHolderDoesNotHangWait(t *testing.T) {
 // SIGTERM without waiting out the grace period (a third Ctrl-C).
 func TestKillSkipsGrace(t *testing.T) {
 	kill := make(chan struct{})
-	x := &LocalExecutor{Grace: time.Minute, Kill: kill}
+	x := &Executor{Grace: time.Minute, Kill: kill}
 	dir := t.TempDir()
 	mark := testMark(t)
 	t.Cleanup(func() { killCensus(mark) })

@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"bytes"
@@ -10,54 +10,18 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/internal/fsx"
-	"github.com/cairn-run/cairn/runrec"
+	"golang.org/x/sys/unix"
 )
 
-// currentFile names the run in progress; it outlives a run only when the
-// run's process died without cleaning up.
-func (w *Workspace) currentFile() string { return filepath.Join(w.StateDir(), "current") }
-
-// recoverStaleRun is called with the workspace lock held. A "current" run
-// left behind belongs to a cairn process that died (the lock proves it is
-// gone): its phases' processes may still be running, orphaned, and would
-// race with this run over the same outputs. Kill every process that
-// carries that run's id in its environment, and mark the run interrupted.
-func (e *Engine) recoverStaleRun() {
-	b, err := os.ReadFile(e.ws.currentFile())
-	if err != nil {
-		return
-	}
-	runID := string(bytes.TrimSpace(b))
-	if runID == "" {
-		return
-	}
-	killMarked("CAIRN_RUN_ID=" + runID)
-	path := e.ws.Records().StatePath(runID)
-	if st, err := runrec.ReadState(path); err == nil && st.Status == runrec.RunRunning {
-		st.Status = runrec.RunInterrupted
-		for _, ps := range st.Phases {
-			if ps.Status == runrec.StatusRunning {
-				ps.Status = runrec.StatusStopped
-				ps.Error = "interrupted: the cairn process running it died"
-			}
-		}
-		if data, err := runrec.Marshal(st); err == nil {
-			_ = writeFileAtomic(path, data, 0o600, true)
-		}
-	}
-	_ = os.Remove(e.ws.currentFile())
-}
-
-// killMarked sends SIGKILL to every process whose environment holds the
+// KillMarked sends SIGKILL to every process whose environment holds the
 // entry (such as CAIRN_RUN_ID=<run>), and waits briefly for them to go.
 // Phases always get CAIRN_RUN_ID and CAIRN_JOB, and descendants inherit
 // them even when they leave the phase's process group.
-func killMarked(entry string) { killMarkedAll([]string{entry}, 0) }
+func KillMarked(entry string) { killMarkedAll([]string{entry}, 0) }
 
-// killMarkedAll is killMarked for several entries in one pass over /proc.
+// killMarkedAll is KillMarked for several entries in one pass over /proc.
 // With minPID > 0 (the lowest pid of the jobs whose descendants are
 // sought) it skips the environment of every process numbered below it,
 // which cannot descend from those jobs unless pids wrapped around since.
@@ -69,6 +33,7 @@ func killMarkedAll(entries []string, minPID int) {
 	for i, e := range entries {
 		markers[i] = []byte(e + "\x00")
 	}
+	owned := jobEnvMarkers()
 	marked := func(env []byte) bool {
 		env = append(env, 0)
 		for _, m := range markers {
@@ -91,7 +56,7 @@ func killMarkedAll(entries []string, minPID int) {
 			continue
 		}
 		env, err = readProcFile(filepath.Join("/proc", name, "environ"), env)
-		if err != nil || !marked(env) || remoteJobProcess(env) {
+		if err != nil || !marked(env) || otherExecutors(env, owned) {
 			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
@@ -112,6 +77,31 @@ func killMarkedAll(entries []string, minPID int) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+}
+
+// jobEnvMarkers returns the environment entries that mark the processes of
+// the jobs of another executor (SLURM_JOB_ID=), as the registry has them.
+func jobEnvMarkers() [][]byte {
+	var out [][]byte
+	for _, p := range executor.Plugins() {
+		if p.JobEnv != "" {
+			out = append(out, []byte(p.JobEnv+"="))
+		}
+	}
+	return out
+}
+
+// otherExecutors reports whether a process environment is that of a job
+// of another executor. Such a process is followed and cancelled by its
+// executor, never killed here, even when its node is this machine: a
+// resumed run adopts the job.
+func otherExecutors(env []byte, markers [][]byte) bool {
+	for _, m := range markers {
+		if bytes.HasPrefix(env, m) || bytes.Contains(env, append([]byte{0}, m...)) {
+			return true
+		}
+	}
+	return false
 }
 
 // markReaper kills, in the background, the processes carrying the markers

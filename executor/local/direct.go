@@ -1,4 +1,4 @@
-package engine
+package local
 
 import (
 	"bytes"
@@ -105,110 +105,132 @@ func selfPath(p string) bool {
 // >|, |&, ||), an empty stage, a stage of redirections alone and an
 // operator without its word.
 func parsePipeline(line string) (pipeline, bool) {
-	var (
-		p       pipeline
-		cur     stage
-		word    []byte
-		inWord  bool      // a word is being read (maybe empty: '')
-		quoted  bool      // and it holds a quoted part
-		pending *redirect // a redirection waiting for its word
-	)
-	endWord := func() bool {
-		if !inWord {
-			return true
-		}
-		w, q := string(word), quoted
-		word, inWord, quoted = word[:0], false, false
-		switch r := pending; {
-		case r == nil:
-			cur.Args = append(cur.Args, w)
-			return true
-		case r.Op == redirDup:
-			if q || len(w) != 1 || w[0] < '0' || w[0] > '2' {
-				return false // >&-, >&3, >&file...
-			}
-			r.From = int(w[0] - '0')
-		default:
-			if w == "" {
-				return false
-			}
-			r.Path = w
-		}
-		cur.Redirs = append(cur.Redirs, *pending)
-		pending = nil
-		return true
-	}
-	endStage := func() bool {
-		if !endWord() || pending != nil || len(cur.Args) == 0 {
-			return false
-		}
-		if name := cur.Args[0]; shellWords[name] || strings.ContainsRune(name, '=') {
-			return false
-		}
-		p = append(p, cur)
-		cur = stage{}
-		return true
-	}
+	var lp lineParser
 	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case plainByte(c):
-			word = append(word, c)
-			inWord = true
-		case c == '\'':
-			n := strings.IndexByte(line[i+1:], '\'')
-			if n < 0 {
-				return nil, false
-			}
-			word = append(word, line[i+1:i+1+n]...)
-			inWord, quoted = true, true
-			i += 1 + n
-		case c == ' ' || c == '\t':
-			if !endWord() {
-				return nil, false
-			}
-		case c == '|':
-			if !endStage() {
-				return nil, false
-			}
-		case c == '<' || c == '>':
-			r := redirect{FD: 0, Op: redirIn}
-			if c == '>' {
-				r.FD, r.Op = 1, redirOut
-			}
-			if inWord && !quoted && allDigits(word) {
-				if len(word) > 1 {
-					return nil, false // dash: an argument, bash: a descriptor
-				}
-				r.FD = int(word[0] - '0') // "2>x": the word is the descriptor
-				word, inWord = word[:0], false
-			}
-			if !endWord() || pending != nil || r.FD > 2 {
-				return nil, false
-			}
-			next := byte(0)
-			if i+1 < len(line) {
-				next = line[i+1]
-			}
-			switch {
-			case c == '>' && next == '>':
-				r.Op = redirAppend
-				i++
-			case c == '>' && next == '&':
-				r.Op = redirDup
-				i++
-			case next == '<' || next == '>' || next == '&' || next == '|':
-				return nil, false // <<, <>, <&, >|
-			}
-			pending = &r
-		default:
+		var ok bool
+		if i, ok = lp.next(line, i); !ok {
 			return nil, false
 		}
 	}
-	if !endStage() {
+	if !lp.endStage() {
 		return nil, false
 	}
-	return p, true
+	return lp.p, true
+}
+
+// lineParser is parsePipeline's state between two bytes of the line.
+type lineParser struct {
+	p       pipeline
+	cur     stage
+	word    []byte
+	inWord  bool      // a word is being read (maybe empty: '')
+	quoted  bool      // and it holds a quoted part
+	pending *redirect // a redirection waiting for its word
+}
+
+// next reads what starts at line[i] and returns the index of its last
+// byte, or false when sh is to run the line.
+func (lp *lineParser) next(line string, i int) (int, bool) {
+	c := line[i]
+	switch {
+	case plainByte(c):
+		lp.word = append(lp.word, c)
+		lp.inWord = true
+	case c == '\'':
+		n := strings.IndexByte(line[i+1:], '\'')
+		if n < 0 {
+			return i, false
+		}
+		lp.word = append(lp.word, line[i+1:i+1+n]...)
+		lp.inWord, lp.quoted = true, true
+		i += 1 + n
+	case c == ' ' || c == '\t':
+		return i, lp.endWord()
+	case c == '|':
+		return i, lp.endStage()
+	case c == '<' || c == '>':
+		return lp.redirection(line, i)
+	default:
+		return i, false
+	}
+	return i, true
+}
+
+// redirection reads the operator at line[i] (< or >), with the
+// descriptor written right before it, if any.
+func (lp *lineParser) redirection(line string, i int) (int, bool) {
+	c := line[i]
+	r := redirect{FD: 0, Op: redirIn}
+	if c == '>' {
+		r.FD, r.Op = 1, redirOut
+	}
+	if lp.inWord && !lp.quoted && allDigits(lp.word) {
+		if len(lp.word) > 1 {
+			return i, false // dash: an argument, bash: a descriptor
+		}
+		r.FD = int(lp.word[0] - '0') // "2>x": the word is the descriptor
+		lp.word, lp.inWord = lp.word[:0], false
+	}
+	if !lp.endWord() || lp.pending != nil || r.FD > 2 {
+		return i, false
+	}
+	next := byte(0)
+	if i+1 < len(line) {
+		next = line[i+1]
+	}
+	switch {
+	case c == '>' && next == '>':
+		r.Op = redirAppend
+		i++
+	case c == '>' && next == '&':
+		r.Op = redirDup
+		i++
+	case next == '<' || next == '>' || next == '&' || next == '|':
+		return i, false // <<, <>, <&, >|
+	}
+	lp.pending = &r
+	return i, true
+}
+
+// endWord ends the word being read: an argument, or the word of the
+// pending redirection.
+func (lp *lineParser) endWord() bool {
+	if !lp.inWord {
+		return true
+	}
+	w, q := string(lp.word), lp.quoted
+	lp.word, lp.inWord, lp.quoted = lp.word[:0], false, false
+	switch r := lp.pending; {
+	case r == nil:
+		lp.cur.Args = append(lp.cur.Args, w)
+		return true
+	case r.Op == redirDup:
+		if q || len(w) != 1 || w[0] < '0' || w[0] > '2' {
+			return false // >&-, >&3, >&file...
+		}
+		r.From = int(w[0] - '0')
+	default:
+		if w == "" {
+			return false
+		}
+		r.Path = w
+	}
+	lp.cur.Redirs = append(lp.cur.Redirs, *lp.pending)
+	lp.pending = nil
+	return true
+}
+
+// endStage ends the stage being read, which must be a program's.
+func (lp *lineParser) endStage() bool {
+	if !lp.endWord() || lp.pending != nil || len(lp.cur.Args) == 0 {
+		return false
+	}
+	if name := lp.cur.Args[0]; shellWords[name] || strings.ContainsRune(name, '=') {
+		return false
+	}
+	lp.p = append(lp.p, lp.cur)
+	lp.cur = stage{}
+	return true
 }
 
 func allDigits(w []byte) bool {
@@ -390,6 +412,19 @@ func kernelExecs(p string, id fileID) bool {
 	return len(interp) > 0 && filepath.IsAbs(interp[0]) && isELF(fileHead(interp[0]))
 }
 
+// racySlack is how long before now a binary's ctime must lie for
+// kernelExecs to remember it: the timestamp granularity (taken as two
+// seconds, FAT's, where times are whole seconds) plus the lag of the
+// kernel's coarse clock behind the wall clock (50 ms is ample). The
+// digest memory of the engine follows the same rule.
+func racySlack(t int64) int64 {
+	const lag = 50e6
+	if t%1e9 == 0 {
+		return 2e9 + lag
+	}
+	return lag
+}
+
 func isELF(head []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }
 
 // fileHead returns the first bytes of the file at p, as many as the
@@ -418,48 +453,26 @@ func fileHead(p string) []byte {
 // line is sh's to run, sh to report the problem. An error means a later
 // stage could not be started; the stages already started have been
 // killed and reaped.
-func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, *catStage, error) {
+func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File) ([]*exec.Cmd, error) {
 	var opened []*os.File // cairn's copies, closed once the stages hold theirs
 	defer func() {
 		for _, f := range opened {
 			f.Close()
 		}
 	}()
-	// A first stage that cairn does itself: cat of regular files.
-	cat := openCat(dir, p)
-	first := 0 // the first stage run as a process
-	if cat != nil {
-		first = 1
-		defer func() {
-			if cat != nil && !cat.started {
-				cat.abandon()
-			}
-		}()
-		if stderr != nil {
-			if err := cat.setStderr(stderr); err != nil {
-				return nil, nil, fmt.Errorf("standard error of stage 1 (%s): %w", p[0].Args[0], err)
-			}
-		}
-	}
 	fds := make([][3]*os.File, len(p))
 	for i := range p {
 		fds[i] = [3]*os.File{stdin, stdout, stderr}
 		if i > 0 {
 			r, w, err := os.Pipe()
 			if err != nil {
-				return nil, nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
+				return nil, fmt.Errorf("pipe to stage %d (%s): %w", i+1, p[i].Args[0], err)
 			}
-			if i == 1 && cat != nil {
-				cat.w = w // cat's end is its own
-				opened = append(opened, r)
-			} else {
-				opened = append(opened, r, w)
-			}
+			opened = append(opened, r, w)
 			fds[i-1][1], fds[i][0] = w, r
 		}
 	}
-	for i, st := range p[first:] {
-		i += first
+	for i, st := range p {
 		for _, r := range st.Redirs {
 			if r.Op == redirDup {
 				fds[i][r.FD] = fds[i][r.From]
@@ -467,15 +480,14 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 			}
 			f, err := openRedirect(dir, r)
 			if err != nil {
-				return nil, nil, nil
+				return nil, nil
 			}
 			opened = append(opened, f)
 			fds[i][r.FD] = f
 		}
 	}
-	cmds := make([]*exec.Cmd, 0, len(p)-first)
-	for i, st := range p[first:] {
-		i += first
+	cmds := make([]*exec.Cmd, 0, len(p))
+	for i, st := range p {
 		cmd := &exec.Cmd{Path: st.Exec, Args: st.Args, Dir: dir, Env: env, SysProcAttr: procAttr()}
 		// An unset stream stays nil: os/exec then opens /dev/null.
 		if f := fds[i][0]; f != nil {
@@ -496,19 +508,15 @@ func (p pipeline) start(dir string, env []string, stdin, stdout, stderr *os.File
 	})
 	if err != nil {
 		if n == 0 {
-			return nil, nil, nil
+			return nil, nil
 		}
 		_ = syscall.Kill(-cmds[0].Process.Pid, syscall.SIGKILL)
 		for _, c := range cmds[:n] {
 			_ = c.Wait()
 		}
-		return nil, nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", first+n+1, p[first+n].Args[0], err)
+		return nil, fmt.Errorf("stage %d (%s) of the pipeline run without sh: %w", n+1, p[n].Args[0], err)
 	}
-	if cat != nil {
-		cat.started = true
-		go cat.run()
-	}
-	return cmds, cat, nil
+	return cmds, nil
 }
 
 // openRedirect opens the file of the redirection r as sh would.

@@ -1,4 +1,7 @@
-package engine
+// Package local runs phases on this machine: each job a process group of
+// its own, a plain shell pipeline without the shell, and every process a
+// job leaves behind killed when it ends.
+package local
 
 import (
 	"context"
@@ -13,40 +16,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/cairn-run/cairn/executor"
 )
 
-// Job is one execution of a phase's command.
-type Job struct {
-	Phase string
-	Argv  []string
-	Dir   string   // absolute working directory
-	Env   []string // complete environment, KEY=VALUE
-	// Stdout and Stderr receive the command's output. When they are
-	// *os.File the child writes to them directly; otherwise cairn copies
-	// from a pipe.
-	Stdout, Stderr io.Writer
-	// Marker is the value of CAIRN_JOB in Env. When the job ends, every
-	// process carrying it is killed too, so a descendant that left the
-	// process group (setsid, a daemon) does not survive its phase.
-	Marker string
-	// Pipefail makes a shell line (["sh", "-c", LINE]) fail when any
-	// stage of a pipeline fails, not only the last: cairn checks every
-	// stage of a pipeline it runs itself, and runs other lines that hold
-	// a '|' with a shell that has pipefail (see pipefailCommand).
-	Pipefail bool
-	// Warn, if not nil, receives warnings about how the job ran (a
-	// pipeline run without pipefail, for want of a shell that has it).
-	Warn func(msg string)
-}
-
-// Executor runs jobs. Implementations must be safe for concurrent use.
-// Run returns the command's exit code; err is non-nil only when the
-// command could not be started or was ended by ctx (the code is then -1).
-type Executor interface {
-	Run(ctx context.Context, job *Job) (exitCode int, err error)
-}
-
-// LocalExecutor runs a job as a child process in its own process group,
+// Executor runs a job as a child process in its own process group,
 // so a terminal's Ctrl-C reaches cairn alone and cairn decides what each
 // phase receives. When ctx ends, the whole group gets one SIGTERM, and
 // SIGKILL after Grace (or at once when Kill is closed). When the command
@@ -54,9 +28,14 @@ type Executor interface {
 // processes that carry the job's marker but left the group. So no
 // descendant outlives the phase, and none keeps cairn waiting on a pipe.
 //
+// A shell line that is a plain pipeline runs without the shell (see
+// directPlan). With Job.Pipefail, cairn checks every stage of a pipeline
+// it runs itself, and runs other lines that hold a '|' with a shell that
+// has pipefail (see pipefailCommand).
+//
 // The child gets SIGKILL if cairn dies (Pdeathsig); descendants it started
-// are killed by the next run in the workspace (see recoverStaleRun).
-type LocalExecutor struct {
+// are killed by the next run in the workspace (KillMarked).
+type Executor struct {
 	Grace time.Duration // default 5s
 	// WaitDelay bounds how long output is still copied from a pipe after
 	// the command exited and its processes were killed (default 1s). Only
@@ -71,27 +50,28 @@ type LocalExecutor struct {
 	reaper markReaper
 }
 
+// Plugin makes the local executor known to the registry.
+var Plugin = executor.Plugin{
+	Name:    executor.Local,
+	Summary: "this machine",
+	New: func(env executor.Env) (executor.Executor, error) {
+		return &Executor{Kill: env.Kill}, nil
+	},
+}
+
 // Flush waits until every process that escaped a finished job's group
 // and carries its marker has been killed. The engine calls it before a
 // run ends.
-func (x *LocalExecutor) Flush() { x.reaper.flush() }
+func (x *Executor) Flush() { x.reaper.flush() }
 
-var _ Executor = (*LocalExecutor)(nil)
+var _ executor.Executor = (*Executor)(nil)
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a phase is
 // ended early.
 const DefaultGrace = 5 * time.Second
 
-// Run implements Executor.
-func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
-	grace := x.Grace
-	if grace == 0 {
-		grace = DefaultGrace
-	}
-	waitDelay := x.WaitDelay
-	if waitDelay == 0 {
-		waitDelay = time.Second
-	}
+// Run implements executor.Executor.
+func (x *Executor) Run(ctx context.Context, job *executor.Job) (int, error) {
 	// Every stream is an *os.File, so Wait returns as soon as the child
 	// exits, and cairn, not os/exec, decides how long to wait for output.
 	var out outputPipes
@@ -104,129 +84,171 @@ func (x *LocalExecutor) Run(ctx context.Context, job *Job) (int, error) {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: output pipe: %w", job.Argv[0], err)
 	}
-	newCmd := func(cmd *exec.Cmd) *exec.Cmd {
-		cmd.Dir = job.Dir
-		cmd.Env = job.Env
-		// One /dev/null for every phase's stdin, instead of os/exec
-		// opening it for each.
-		if f := devNull(); f != nil {
-			cmd.Stdin = f
-		}
-		if stdout != nil {
-			cmd.Stdout = stdout
-		}
-		if stderr != nil {
-			cmd.Stderr = stderr
-		}
-		cmd.SysProcAttr = procAttr()
-		return cmd
-	}
 	started := time.Now()
-	var cmds []*exec.Cmd // the pipeline's stages, or the one command
-	var cat *catStage    // a first stage cat that cairn does itself
-	var direct pipeline  // the pipeline cairn runs itself, if it does
-	pipelined := false   // several stages: sh reports signals
-	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
-		// sh exports PWD to what it runs; so does the direct path.
-		cmds, cat, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
-		pipelined = cmds != nil && len(p) > 1
-		if cmds != nil {
-			direct = p
-		}
-	}
-	if cmds == nil && err == nil {
-		// Not a plain pipeline, or nothing of it started (a file that
-		// cannot be opened, a single program the kernel refuses, such
-		// as a script without #!, which sh runs itself): let sh have the
-		// line, as it would have.
-		c := command(job.Argv)
-		if job.Pipefail {
-			var ok bool
-			if c, ok = pipefailCommand(job.Argv); !ok && job.Warn != nil {
-				job.Warn(noPipefailWarning)
-			}
-		}
-		cmd := newCmd(c)
-		_, err = startOnLockedThread([]*exec.Cmd{cmd}, nil)
-		cmds = []*exec.Cmd{cmd}
-	}
+	r, err := startJob(job, stdout, stderr)
 	out.started()
 	if err != nil {
 		out.abandon()
 		return -1, fmt.Errorf("start %s: %w", job.Argv[0], err)
 	}
-	pgid := cmds[0].Process.Pid
-	done := make(chan struct{})
-	var killedByCtx, signalled atomic.Bool
+	pgid := r.cmds[0].Process.Pid
+	w := x.watch(ctx, pgid)
+	// The exit status is the last stage's, once every stage has exited
+	// (or, with pipefail, the last failed stage's).
+	for _, c := range r.cmds {
+		err = c.Wait()
+	}
+	var stageErr *StageFailedError
+	if job.Pipefail && len(r.direct) > 1 {
+		stageErr = failedStage(r.direct, r.cmds)
+	}
+	// Reap what the phase left behind: its process group, then whatever
+	// left the group but carries the job's marker.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	close(w.done)
+	x.reapEscapees(job, pgid, started)
+	x.drainOutput(&out, job)
+	// sh reports the stages of a pipeline killed by a signal, unless the
+	// signal was cairn's, which killed sh too.
+	if len(r.direct) > 1 && !w.signalled.Load() && job.Stderr != nil {
+		if msg := signalReport(r.cmds); len(msg) > 0 {
+			_, _ = job.Stderr.Write(msg)
+		}
+	}
+	if w.killedByCtx.Load() {
+		return -1, ctx.Err()
+	}
+	if stageErr != nil {
+		return stageErr.Status, stageErr
+	}
+	return exitStatus(err)
+}
+
+// running holds a job's started processes: the stages of a pipeline cairn
+// runs itself (direct), or the one command.
+type running struct {
+	cmds   []*exec.Cmd
+	direct pipeline
+}
+
+// startJob starts job's command with the given output streams (nil:
+// /dev/null): a plain pipeline without the shell, else through sh.
+func startJob(job *executor.Job, stdout, stderr *os.File) (running, error) {
+	var r running
+	var err error
+	if p, ok := directPlan(job.Argv, job.Env, job.Dir); ok {
+		// sh exports PWD to what it runs; so does the direct path.
+		r.cmds, err = p.start(job.Dir, withPWD(job.Env, job.Dir), devNull(), stdout, stderr)
+		if r.cmds != nil {
+			r.direct = p
+		}
+	}
+	if r.cmds != nil || err != nil {
+		return r, err
+	}
+	// Not a plain pipeline, or nothing of it started (a file that cannot
+	// be opened, a single program the kernel refuses, such as a script
+	// without #!, which sh runs itself): let sh have the line, as it
+	// would have.
+	c := command(job.Argv)
+	if job.Pipefail {
+		var ok bool
+		if c, ok = pipefailCommand(job.Argv); !ok && job.Warn != nil {
+			job.Warn(noPipefailWarning)
+		}
+	}
+	c.Dir = job.Dir
+	c.Env = job.Env
+	// One /dev/null for every phase's stdin, instead of os/exec opening
+	// it for each.
+	if f := devNull(); f != nil {
+		c.Stdin = f
+	}
+	if stdout != nil {
+		c.Stdout = stdout
+	}
+	if stderr != nil {
+		c.Stderr = stderr
+	}
+	c.SysProcAttr = procAttr()
+	_, err = startOnLockedThread([]*exec.Cmd{c}, nil)
+	r.cmds = []*exec.Cmd{c}
+	return r, err
+}
+
+// watchdog ends a job's process group when its context ends or Kill is
+// closed: SIGTERM, then SIGKILL after the grace period (at once on Kill).
+type watchdog struct {
+	done                   chan struct{} // closed once the job's processes exited
+	killedByCtx, signalled atomic.Bool
+}
+
+func (x *Executor) watch(ctx context.Context, pgid int) *watchdog {
+	grace := x.Grace
+	if grace == 0 {
+		grace = DefaultGrace
+	}
+	w := &watchdog{done: make(chan struct{})}
 	go func() {
 		select {
-		case <-done:
+		case <-w.done:
 			return
 		case <-ctx.Done():
-			killedByCtx.Store(true)
-			signalled.Store(true)
+			w.killedByCtx.Store(true)
+			w.signalled.Store(true)
 			_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		case <-x.Kill:
 		}
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
-		case <-done:
+		case <-w.done:
 			return
 		case <-t.C:
 		case <-x.Kill:
 		}
-		signalled.Store(true)
+		w.signalled.Store(true)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}()
-	// The exit status is the last stage's, once every stage has exited
-	// (or, with pipefail, the last failed stage's).
-	for _, c := range cmds {
-		err = c.Wait()
+	return w
+}
+
+// reapEscapees has the processes that left the job's group but carry its
+// marker killed. They are found by scanning /proc, which costs about as
+// much as starting a phase: one background scan serves every job that
+// ended since the last, off the phase's path. A short job's descendants
+// hold pids above its own (pids wrapping around since is checked); a long
+// one's are looked for among every process.
+func (x *Executor) reapEscapees(job *executor.Job, pgid int, started time.Time) {
+	if job.Marker == "" {
+		return
 	}
-	if cat != nil {
-		cat.stop()
+	minPID := pgid
+	if time.Since(started) > 10*time.Second {
+		minPID = 0
 	}
-	var stageErr *StageFailedError
-	if job.Pipefail && len(direct) > 1 {
-		stageErr = failedStage(direct, cat, cmds)
+	x.reaper.add("CAIRN_JOB="+job.Marker, minPID)
+}
+
+// drainOutput waits up to WaitDelay for the copies of the job's output to
+// end, and says in the job's log when later output was dropped.
+func (x *Executor) drainOutput(out *outputPipes, job *executor.Job) {
+	waitDelay := x.WaitDelay
+	if waitDelay == 0 {
+		waitDelay = time.Second
 	}
-	// Reap what the phase left behind: its process group, then whatever
-	// left the group but carries the job's marker.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	close(done)
-	if job.Marker != "" {
-		// Escapees are found by scanning /proc, which costs about as
-		// much as starting a phase: one background scan serves every
-		// job that ended since the last, off the phase's path.
-		// A short job's descendants hold pids above its own (pids
-		// wrapping around since is checked); a long one's are looked
-		// for among every process.
-		minPID := pgid
-		if time.Since(started) > 10*time.Second {
-			minPID = 0
-		}
-		x.reaper.add("CAIRN_JOB="+job.Marker, minPID)
+	if out.wait(waitDelay) {
+		return
 	}
-	if !out.wait(waitDelay) {
-		out.abandon()
-		if w := job.Stderr; w != nil {
-			fmt.Fprintf(w, "\ncairn: output written more than %s after the command exited was dropped: a process outside its process group, without CAIRN_JOB in its environment, still held the output open\n", waitDelay)
-		}
+	out.abandon()
+	if w := job.Stderr; w != nil {
+		fmt.Fprintf(w, "\ncairn: output written more than %s after the command exited was dropped: a process outside its process group, without CAIRN_JOB in its environment, still held the output open\n", waitDelay)
 	}
-	// sh reports the stages of a pipeline killed by a signal, unless the
-	// signal was cairn's, which killed sh too.
-	if pipelined && !signalled.Load() && job.Stderr != nil {
-		if msg := signalReport(cmds); len(msg) > 0 {
-			_, _ = job.Stderr.Write(msg)
-		}
-	}
-	if killedByCtx.Load() {
-		return -1, ctx.Err()
-	}
-	if stageErr != nil {
-		return stageErr.Status, stageErr
-	}
+}
+
+// exitStatus turns what Wait returned into an exit code as sh reports it
+// (128+N for a command killed by signal N).
+func exitStatus(err error) (int, error) {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -448,20 +470,13 @@ func (e *StageFailedError) Error() string {
 		e.Stage, e.Stages, e.Prog, e.Status)
 }
 
-// failedStage returns the last stage of p (run as cmds, its first by cat
-// when cat is not nil) that failed, when the last stage itself did not:
-// what sh -o pipefail makes the pipeline's status. It returns nil when
-// the pipeline's status is its last stage's.
-func failedStage(p pipeline, cat *catStage, cmds []*exec.Cmd) *StageFailedError {
-	first := 0
-	if cat != nil {
-		first = 1
-	}
+// failedStage returns the last stage of p (run as cmds) that failed,
+// when the last stage itself did not: what sh -o pipefail makes the
+// pipeline's status. It returns nil when the pipeline's status is its
+// last stage's.
+func failedStage(p pipeline, cmds []*exec.Cmd) *StageFailedError {
 	status := func(i int) int {
-		if i < first {
-			return cat.status
-		}
-		ps := cmds[i-first].ProcessState
+		ps := cmds[i].ProcessState
 		if ps == nil {
 			return -1
 		}

@@ -1,0 +1,4 @@
+phase "a" {
+  command = "true"
+  slurm2 {}
+}
