@@ -19,21 +19,8 @@ import (
 // wins); an existing entry that fails verification is moved to quarantine/
 // and replaced. When PutEntry returns nil the entry is durable.
 func (c *Dir) PutEntry(e *Entry) error {
-	b, err := EncodeEntry(e)
-	if err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	if err := c.checkRefs(e); err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	if c.sign != nil {
-		b = c.sign.appendSig(b)
-	}
-	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	c.upload(e, b)
-	return nil
+	_, err := c.StoreEntry(e, false)
+	return err
 }
 
 // ReplaceEntry stores e as the result for e.Key, as PutEntry does, but
@@ -46,24 +33,37 @@ func (c *Dir) PutEntry(e *Entry) error {
 // again): one result, agreed by every reader. An entry this cairn cannot
 // judge (a newer format) is left in place. See FORMAT.md, "Superseding".
 func (c *Dir) ReplaceEntry(e *Entry) error {
+	_, err := c.StoreEntry(e, true)
+	return err
+}
+
+// StoreEntry is PutEntry, or ReplaceEntry if replace is set, and returns
+// the stored form of e (signed, if signing is on), for a second cache
+// level to upload.
+func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
+	op := "put"
+	if replace {
+		op = "replace"
+	}
 	b, err := EncodeEntry(e)
 	if err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
 	if err := c.checkRefs(e); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
 	if c.sign != nil {
 		b = c.sign.appendSig(b)
 	}
-	if err := c.supersede(e); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	if replace {
+		if err := c.supersede(e); err != nil {
+			return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
+		}
 	}
 	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
-	c.upload(e, b)
-	return nil
+	return b, nil
 }
 
 // supersede removes the local entry for e.Key if it holds a different
@@ -243,10 +243,6 @@ var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", maxEntryFormat,
 // *CorruptError, so the next PutEntry for key can succeed. When signatures
 // are required, an entry without a good one is an error matching both
 // ErrUntrusted and ErrNotFound, and is left in place.
-//
-// On a local miss GetEntry asks the remote, if there is one: the entry and
-// the blobs it references are verified, stored locally, and returned. A
-// remote failure of any kind is a miss.
 func (c *Dir) GetEntry(key ActionID) (*Entry, error) { return c.getEntry(key, false) }
 
 // GetEntryLean is GetEntry for a phase about to be found cached: the
@@ -257,11 +253,6 @@ func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) { return c.getEntry(key
 
 func (c *Dir) getEntry(key ActionID, lean bool) (*Entry, error) {
 	e, err := c.getLocalEntryMaybeLean(key, lean)
-	if err != nil && c.opts.Remote != nil && errors.Is(err, ErrNotFound) {
-		if re, rerr := c.fetchEntry(key); rerr == nil {
-			return re, nil
-		}
-	}
 	if err != nil {
 		return nil, &getError{key, err}
 	}
@@ -279,7 +270,8 @@ type getError struct {
 func (e *getError) Error() string { return "cache get " + e.key.Short() + ": " + e.err.Error() }
 func (e *getError) Unwrap() error { return e.err }
 
-// GetLocalEntry is GetEntry without asking the remote.
+// GetLocalEntry is GetEntry: the name says, where a second cache level is
+// in reach, that it is not asked.
 func (c *Dir) GetLocalEntry(key ActionID) (*Entry, error) {
 	e, err := c.getLocalEntry(key)
 	if err != nil {

@@ -165,7 +165,7 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 			return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 		}
 		if !expect.IsZero() && d != expect {
-			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), ErrWrongContent)
 		}
 		b := &PendingBlob{Digest: d, Size: n, c: c}
 		if n <= InlineMax {
@@ -224,7 +224,7 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 		return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 	}
 	if !expect.IsZero() && d != expect {
-		return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+		return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), ErrWrongContent)
 	}
 	ok = true
 	return &PendingBlob{Digest: d, Size: n, c: c, t: t, compressed: compressed}, nil

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
-	"sync/atomic"
 )
 
 // Names inside the cache root. FORMAT.md describes each.
@@ -36,7 +34,7 @@ const cacheDirTag = cacheDirTagSig + "\n" +
 	"#\thttps://bford.info/cachedir/\n"
 
 // Dir is a content-addressed blob store plus an action cache in one
-// directory, optionally backed by a [Remote]. It holds no locks, and no
+// directory (package remote puts a second level behind it). It holds no locks, and no
 // open file but the pack its entry puts append to, until [Dir.Close]: a
 // *Dir is safe for concurrent use by many goroutines, and many
 // processes (on many machines, as many users) may use the same directory at
@@ -50,37 +48,13 @@ type Dir struct {
 	// marker, which Verify with Repair rewrites.
 	damagedFormat bool
 
-	remote *remoteCounters
-	// remoteCtx, if set, ends downloads from the remote once it is done
-	// (see SetRemoteContext).
-	remoteCtx atomic.Pointer[context.Context]
-	memo      *EntryMemo // nil: every entry is read in full
-	packs     packWriter // the pack this Dir's entry puts append to (pack.go)
-	acFD      struct {   // the action cache directory, open (stamp_linux.go)
+	memo  *EntryMemo // nil: every entry is read in full
+	packs packWriter // the pack this Dir's entry puts append to (pack.go)
+	acFD  struct {   // the action cache directory, open (stamp_linux.go)
 		once    sync.Once
 		fd      int
 		cleanup runtime.Cleanup
 	}
-}
-
-// SetRemoteContext makes downloads from the remote (an entry and its
-// blobs filling a local miss) give up once ctx is done: the lookup is then
-// a miss. An interrupted run sets it so that a slow remote body does not
-// hold it up. nil restores the default (downloads are never cancelled).
-func (c *Dir) SetRemoteContext(ctx context.Context) {
-	if ctx == nil {
-		c.remoteCtx.Store(nil)
-		return
-	}
-	c.remoteCtx.Store(&ctx)
-}
-
-// fetchContext is the context downloads from the remote run under.
-func (c *Dir) fetchContext() context.Context {
-	if p := c.remoteCtx.Load(); p != nil {
-		return *p
-	}
-	return context.Background()
 }
 
 // UseEntryMemo makes GetEntryLean answer from m for entries whose file has
@@ -97,11 +71,6 @@ type Options struct {
 	// cairn keeps the modes right once one of them set it up.
 	Shared bool
 
-	// Remote, if set, is asked on a local miss, and receives every entry
-	// PutEntry stores (blobs first), unless RemoteReadOnly.
-	Remote         Remote
-	RemoteReadOnly bool
-
 	// SigningKey, if set, signs every entry written (HMAC-SHA256 over its
 	// body) and checks the signature of every entry read.
 	SigningKey []byte
@@ -114,8 +83,8 @@ type Options struct {
 	// check the objects and, with Repair, rewrite the marker.
 	AllowDamagedFormat bool
 
-	// Warn receives one-line warnings (a remote unreachable, an untrusted
-	// entry, a world-writable root). Nil discards them.
+	// Warn receives one-line warnings (an untrusted entry, a
+	// world-writable root). Nil discards them.
 	Warn func(msg string)
 }
 
@@ -138,7 +107,7 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	if o.RequireSigned && len(o.SigningKey) == 0 {
 		return nil, fmt.Errorf("cache open %s: require_signed is set but no signing key is: set CAIRN_CACHE_SIGNING_KEY", abs)
 	}
-	c := &Dir{root: abs, opts: o, remote: new(remoteCounters)}
+	c := &Dir{root: abs, opts: o}
 	if len(o.SigningKey) > 0 {
 		c.sign = newSigner(o.SigningKey)
 	}

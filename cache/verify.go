@@ -69,10 +69,13 @@ func (s Subset) has(d Digest) bool {
 // VerifyOptions controls Verify.
 type VerifyOptions struct {
 	// Repair moves corrupt, dangling and untrusted objects (and unreadable
-	// ones) to quarantine/, refetching quarantined blobs from the remote
-	// if there is one; removes orphaned temp files; and fixes the modes
-	// of files and directories this user owns.
+	// ones) to quarantine/, refetching quarantined blobs through Refetch
+	// if set; removes orphaned temp files; and fixes the modes of files
+	// and directories this user owns.
 	Repair bool
+	// Refetch, if set, puts a good copy of a quarantined blob back (from
+	// the remote cache level).
+	Refetch func(Digest) error
 	// Subset limits which blobs' content is read and hashed; every blob
 	// is still checked for its name, type and mode, and every entry is
 	// checked in full.
@@ -406,8 +409,8 @@ func (v *verifier) checkBlob(f storeFile) {
 			}
 		}
 		p := v.corrupt("blob", d.String(), f, fh, bad)
-		if p.Repair != "" && v.c.opts.Remote != nil {
-			if err := v.c.FetchBlob(d); err == nil {
+		if p.Repair != "" && v.opts.Refetch != nil {
+			if err := v.opts.Refetch(d); err == nil {
 				p.Repair += "; fetched a good copy from the remote"
 			}
 		}

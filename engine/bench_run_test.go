@@ -35,7 +35,7 @@ func BenchmarkRunCold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := New(sp, c, Config{Executor: &LocalExecutor{}})
+		e := New(sp, local(c), Config{Executor: &LocalExecutor{}})
 		b.StartTimer()
 		res, err := e.Run(b.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
 		if err != nil || res.Status != runrec.RunSucceeded {

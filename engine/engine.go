@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -20,7 +21,7 @@ import (
 type Engine struct {
 	spec  *spec.Spec
 	ws    Workspace
-	cache *cache.Dir
+	cache *remote.Tiered
 	mem   *Memory
 	exec  Executor
 	rep   Reporter
@@ -82,7 +83,7 @@ func LoadMemories(dir string) *Memories {
 }
 
 // New returns an engine for s (whose workspace is s.Dir) on cache c.
-func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
+func New(s *spec.Spec, c *remote.Tiered, cfg Config) *Engine {
 	e := &Engine{
 		spec:        s,
 		ws:          Workspace{Root: s.Dir, dir: &rootDir{}},
@@ -138,7 +139,7 @@ func (e *Engine) savePhaseKeys() {
 }
 
 // Cache returns the engine's cache.
-func (e *Engine) Cache() *cache.Dir { return e.cache }
+func (e *Engine) Cache() *remote.Tiered { return e.cache }
 
 // Workspace returns the engine's workspace.
 func (e *Engine) Workspace() *Workspace { return &e.ws }

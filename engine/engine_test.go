@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -107,7 +108,7 @@ func (s *setup) engine(t *testing.T, vars ...spec.VarValue) *Engine {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	return New(sp, s.cache, Config{Executor: s.exec})
+	return New(sp, local(s.cache), Config{Executor: s.exec})
 }
 
 func (s *setup) run(t *testing.T, opts RunOptions, vars ...spec.VarValue) *RunResult {
@@ -304,3 +305,6 @@ func TestRunHugeJobs(t *testing.T) {
 		}
 	}
 }
+
+// local is c alone, without a remote cache level.
+func local(c *cache.Dir) *remote.Tiered { return remote.NewTiered(c, nil, false, nil) }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -123,7 +124,7 @@ func memoComponents(o *MemoOptions, stdin cache.Digest) ([]cache.Component, erro
 // recorded stdout and exit status without running anything; otherwise the
 // command runs, and its stdout, exit status and reported spending are
 // recorded. A command killed by a signal, or interrupted, is not recorded.
-func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error) {
+func Memo(ctx context.Context, c *remote.Tiered, o MemoOptions) (*MemoResult, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given")
 	}

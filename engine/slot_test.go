@@ -194,7 +194,7 @@ func TestTimeoutExcludesWaitForUpstream(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	res, err := New(sp, s.cache, Config{Executor: ctxExec{s.exec}}).Run(t.Context(), RunOptions{})
+	res, err := New(sp, local(s.cache), Config{Executor: ctxExec{s.exec}}).Run(t.Context(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

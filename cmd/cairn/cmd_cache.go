@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -122,7 +123,7 @@ func newCachePushCommand(g *globals) *cobra.Command {
 		Short: "Upload the cached results of this experiment's phases (or every entry) to the remote cache",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c *cache.Dir
+			var c *remote.Tiered
 			var keys []cache.ActionID
 			if all {
 				dir, err := g.cacheDirLoose()
@@ -294,6 +295,9 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 				return err
 			}
 			opts := cache.VerifyOptions{Repair: repair}
+			if c.Remote() != nil {
+				opts.Refetch = c.FetchBlob
+			}
 			if subset != "" {
 				if _, err := fmt.Sscanf(subset, "%d/%d", &opts.Subset.N, &opts.Subset.M); err != nil || opts.Subset.N < 1 || opts.Subset.N > opts.Subset.M {
 					return usageError{fmt.Errorf("--subset %q: want N/M with 1 ≤ N ≤ M, like 1/10", subset)}

@@ -1,10 +1,11 @@
-// Package remote is cairn's client for a remote cache server speaking the
+// Package httpcache is cairn's client for a remote cache server speaking the
 // Bazel HTTP cache protocol: it moves blobs and action entries between a
 // local [cache.Dir] and a server such as bazel-remote or nginx with WebDAV
 // PUT, and nothing else.
 //
 // The main entry point is [New], which returns a [*Client] implementing
-// [cache.Remote]. The protocol is plain HTTP on two prefixes under a base
+// [remote.Backend]; [Open] is the same as a [remote.Factory], which
+// cmd/cairn registers for the http and https schemes. The protocol is plain HTTP on two prefixes under a base
 // URL (which may itself have a path, as in http://host:8080/team/):
 //
 //	GET/HEAD/PUT <base>/cas/<sha256 hex>   a blob, raw uncompressed content
@@ -36,6 +37,6 @@
 //   - A [*Client] is safe for concurrent use by many goroutines.
 //
 // Ordering (blobs before the entry that names them), hashing, quarantine and
-// signatures are the caller's job (package cache). Package remotetest holds
+// signatures are the caller's job ([remote.Tiered]). Package remotetest holds
 // a fault-injecting test server.
-package remote
+package httpcache

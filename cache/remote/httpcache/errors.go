@@ -1,4 +1,4 @@
-package remote
+package httpcache
 
 import (
 	"errors"
@@ -9,15 +9,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 )
 
 // ErrUnavailable means the server could not be reached (connection
 // refused, DNS failure, timeouts) even after retries, so the client stopped
 // trying for the rest of the process. Callers carry on with the local
 // cache; the user was warned once through [Options.Warn]. It is
-// [cache.ErrRemoteUnavailable], so package cache can tell without
-// importing this one.
-var ErrUnavailable = cache.ErrRemoteUnavailable
+// [remote.ErrUnavailable], so the tiered cache can tell without importing
+// this package.
+var ErrUnavailable = remote.ErrUnavailable
 
 // ErrReadOnly is returned by PutBlob and PutEntry of a client created with
 // [Options.ReadOnly]; nothing was sent.

@@ -1,4 +1,4 @@
-package remote
+package httpcache
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 )
 
 // noEnv is an empty environment, so tests never see the real credentials.
@@ -93,10 +94,10 @@ type fetched struct {
 	accepted bool   // the caller's verdict
 }
 
-// fetch models the caller (cache.Dir): it reads the whole blob, and
+// fetch models the caller (remote.Tiered): it reads the whole blob, and
 // accepts it only if nothing failed and the SHA-256 of everything read is
 // the digest it asked for. Anything else is discarded: a miss.
-func fetch(ctx context.Context, c cache.Remote, d cache.Digest) fetched {
+func fetch(ctx context.Context, c remote.Backend, d cache.Digest) fetched {
 	rc, err := c.OpenBlob(ctx, d)
 	if err != nil {
 		return fetched{openErr: err}

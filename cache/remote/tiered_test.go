@@ -1,8 +1,9 @@
-package cache
+package remote
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -19,21 +22,21 @@ import (
 // can be told to serve wrong bytes.
 type memRemote struct {
 	mu      sync.Mutex
-	cas     map[Digest][]byte
-	ac      map[ActionID][]byte
+	cas     map[cache.Digest][]byte
+	ac      map[cache.ActionID][]byte
 	log     []string // "cas <short>" / "ac <short>" in upload order
 	gets    int
-	badBlob func(d Digest, b []byte) []byte // rewrites served blobs
+	badBlob func(d cache.Digest, b []byte) []byte // rewrites served blobs
 	down    bool
 }
 
 func newMemRemote() *memRemote {
-	return &memRemote{cas: map[Digest][]byte{}, ac: map[ActionID][]byte{}}
+	return &memRemote{cas: map[cache.Digest][]byte{}, ac: map[cache.ActionID][]byte{}}
 }
 
 var errDown = errors.New("connection refused")
 
-func (m *memRemote) OpenBlob(_ context.Context, d Digest) (io.ReadCloser, error) {
+func (m *memRemote) OpenBlob(_ context.Context, d cache.Digest) (io.ReadCloser, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gets++
@@ -42,7 +45,7 @@ func (m *memRemote) OpenBlob(_ context.Context, d Digest) (io.ReadCloser, error)
 	}
 	b, ok := m.cas[d]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, cache.ErrNotFound
 	}
 	if m.badBlob != nil {
 		b = m.badBlob(d, b)
@@ -50,7 +53,7 @@ func (m *memRemote) OpenBlob(_ context.Context, d Digest) (io.ReadCloser, error)
 	return io.NopCloser(bytes.NewReader(b)), nil
 }
 
-func (m *memRemote) HasBlob(_ context.Context, d Digest) (bool, error) {
+func (m *memRemote) HasBlob(_ context.Context, d cache.Digest) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
@@ -60,7 +63,7 @@ func (m *memRemote) HasBlob(_ context.Context, d Digest) (bool, error) {
 	return ok, nil
 }
 
-func (m *memRemote) PutBlob(_ context.Context, d Digest, size int64, open func() (io.ReadCloser, error)) error {
+func (m *memRemote) PutBlob(_ context.Context, d cache.Digest, size int64, open func() (io.ReadCloser, error)) error {
 	r, err := open()
 	if err != nil {
 		return err
@@ -70,7 +73,7 @@ func (m *memRemote) PutBlob(_ context.Context, d Digest, size int64, open func()
 	if err != nil {
 		return err
 	}
-	if int64(len(b)) != size || HashBytes(b) != d {
+	if int64(len(b)) != size || cache.HashBytes(b) != d {
 		return fmt.Errorf("bad upload of %s", d.Short())
 	}
 	m.mu.Lock()
@@ -83,7 +86,7 @@ func (m *memRemote) PutBlob(_ context.Context, d Digest, size int64, open func()
 	return nil
 }
 
-func (m *memRemote) GetEntry(_ context.Context, key ActionID) ([]byte, error) {
+func (m *memRemote) GetEntry(_ context.Context, key cache.ActionID) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.gets++
@@ -92,12 +95,12 @@ func (m *memRemote) GetEntry(_ context.Context, key ActionID) ([]byte, error) {
 	}
 	b, ok := m.ac[key]
 	if !ok {
-		return nil, ErrNotFound
+		return nil, cache.ErrNotFound
 	}
 	return bytes.Clone(b), nil
 }
 
-func (m *memRemote) PutEntry(_ context.Context, key ActionID, b []byte) error {
+func (m *memRemote) PutEntry(_ context.Context, key cache.ActionID, b []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
@@ -110,20 +113,101 @@ func (m *memRemote) PutEntry(_ context.Context, key ActionID, b []byte) error {
 
 func (m *memRemote) String() string { return "mem://remote" }
 
-func openWith(t *testing.T, o Options) *Dir {
+// tieredOptions is how a test opens a tiered cache: the local
+// directory's options, and the remote level's.
+type tieredOptions struct {
+	cache.Options
+	Remote         Backend
+	RemoteReadOnly bool
+}
+
+func openWith(t *testing.T, o tieredOptions) *Tiered {
 	t.Helper()
-	c, err := OpenWith(filepath.Join(t.TempDir(), "cache"), o)
+	c, err := cache.OpenWith(filepath.Join(t.TempDir(), "cache"), o.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return NewTiered(c, o.Remote, o.RemoteReadOnly, o.Warn)
+}
+
+// putSample stores the blobs of sampleEntry in c and returns the entry.
+func putSample(t *testing.T, c *Tiered) *cache.Entry {
+	t.Helper()
+	for _, b := range [][]byte{[]byte("weights"), nil, []byte("stdout"), []byte("stderr")} {
+		if _, err := c.PutBytes(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sampleEntry()
+}
+
+func sampleEntry() *cache.Entry {
+	comps := []cache.Component{
+		{Kind: "command", Value: "python train.py"},
+		{Kind: "input", Name: "data/train.csv", Value: "0644 " + cache.HashBytes([]byte("csv")).String()},
+		{Kind: "param", Name: "lr", Value: "0.01"},
+	}
+	return &cache.Entry{
+		Format:     cache.EntryFormat,
+		Key:        cache.ComputeKey(comps),
+		Phase:      "train",
+		Components: comps,
+		Outputs: []cache.OutputFile{
+			{Path: "model", Type: cache.TypeDir, Mode: 0o755},
+			{Path: "model/weights.bin", Type: cache.TypeFile, Mode: 0o644, Digest: cache.HashBytes([]byte("weights")), Size: 7},
+			{Path: "model/latest", Type: cache.TypeSymlink, Mode: 0o777, Target: "weights.bin"},
+			{Path: "metrics.json", Type: cache.TypeFile, Mode: 0o644, Digest: cache.HashBytes(nil)},
+		},
+		ExitCode:   0,
+		Stdout:     cache.HashBytes([]byte("stdout")),
+		Stderr:     cache.HashBytes([]byte("stderr")),
+		Cost:       1.25,
+		Iterations: 300,
+		Metrics:    json.RawMessage(`{"loss":0.12}`),
+		DurationMS: 61234,
+		Created:    time.Date(2025, 3, 1, 12, 30, 0, 0, time.UTC),
+		Host:       "gpu-01",
+		User:       "ana",
+	}
+}
+
+// sampleInlineEntry is sampleEntry in format 2, holding its weights file
+// and its stdout inline.
+func sampleInlineEntry() *cache.Entry {
+	e := sampleEntry()
+	e.Format = cache.EntryFormatInline
+	e.Inline = []cache.InlineBlob{
+		{Digest: cache.HashBytes([]byte("weights")), Data: []byte("weights")},
+		{Digest: cache.HashBytes([]byte("stdout")), Data: []byte("stdout")},
+	}
+	return e
+}
+
+// entryFile is where c stores the entry for key (FORMAT.md).
+func entryFile(c *Tiered, key cache.ActionID) string {
+	h := key.String()
+	return filepath.Join(c.Root(), "ac", h[:2], h)
+}
+
+// tempNames lists what is left in the cache's temp directory.
+func tempNames(t *testing.T, c *Tiered) []string {
+	t.Helper()
+	ents, err := os.ReadDir(filepath.Join(c.Root(), "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }
 
 // TestRemoteRoundTrip: a put uploads blobs before the entry; a second cache
 // with nothing local gets the entry and its blobs from the remote, verified.
 func TestRemoteRoundTrip(t *testing.T) {
 	r := newMemRemote()
-	a := openWith(t, Options{Remote: r})
+	a := openWith(t, tieredOptions{Remote: r})
 	e := putSample(t, a)
 	if err := a.PutEntry(e); err != nil {
 		t.Fatal(err)
@@ -132,11 +216,11 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if n := len(r.log); n == 0 || r.log[n-1] != "ac "+e.Key.Short() {
 		t.Fatalf("upload order %v: the entry must come last", r.log)
 	}
-	if got, want := len(r.cas), len(entryRefs(e)); got != want {
+	if got, want := len(r.cas), len(e.Blobs()); got != want {
 		t.Fatalf("remote holds %d blobs, want %d", got, want)
 	}
 
-	b := openWith(t, Options{Remote: r})
+	b := openWith(t, tieredOptions{Remote: r})
 	got, err := b.GetEntry(e.Key)
 	if err != nil {
 		t.Fatalf("second cache: %v", err)
@@ -144,12 +228,12 @@ func TestRemoteRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(e.Outputs, got.Outputs); diff != "" {
 		t.Fatalf("outputs differ (-want +got):\n%s", diff)
 	}
-	for _, ref := range entryRefs(e) {
-		if !b.HasBlob(ref.d) {
-			t.Errorf("blob %s was not stored locally", ref.d.Short())
+	for _, ref := range e.Blobs() {
+		if !b.HasBlob(ref.Digest) {
+			t.Errorf("blob %s was not stored locally", ref.Digest.Short())
 		}
 	}
-	if st := b.RemoteStats(); st.Hits != 1 || st.BlobsDown != int64(len(entryRefs(e))) {
+	if st := b.RemoteStats(); st.Hits != 1 || st.BlobsDown != int64(len(e.Blobs())) {
 		t.Errorf("stats %+v", st)
 	}
 	// Now local: the remote is not asked again.
@@ -166,7 +250,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 // only the blobs it does not hold go to and come from the remote.
 func TestRemoteInlineEntry(t *testing.T) {
 	r := newMemRemote()
-	a := openWith(t, Options{Remote: r})
+	a := openWith(t, tieredOptions{Remote: r})
 	e := sampleInlineEntry() // weights and stdout inline
 	for _, b := range [][]byte{nil, []byte("stderr")} {
 		if _, err := a.PutBytes(b); err != nil {
@@ -180,11 +264,11 @@ func TestRemoteInlineEntry(t *testing.T) {
 		t.Errorf("remote holds %d blobs, want the 2 not inline", len(r.cas))
 	}
 	for _, b := range [][]byte{[]byte("weights"), []byte("stdout")} {
-		if _, ok := r.cas[HashBytes(b)]; ok {
+		if _, ok := r.cas[cache.HashBytes(b)]; ok {
 			t.Errorf("inline blob %q was uploaded", b)
 		}
 	}
-	b := openWith(t, Options{Remote: r})
+	b := openWith(t, tieredOptions{Remote: r})
 	got, err := b.GetEntry(e.Key)
 	if err != nil {
 		t.Fatalf("second cache: %v", err)
@@ -200,39 +284,39 @@ func TestRemoteInlineEntry(t *testing.T) {
 // TestRemoteBadBlobs: blobs served with wrong bytes never reach the local
 // cache, and the lookup is a miss.
 func TestRemoteBadBlobs(t *testing.T) {
-	cases := map[string]func(Digest, []byte) []byte{
-		"flipped":   func(_ Digest, b []byte) []byte { b = bytes.Clone(b); b[0] ^= 1; return b },
-		"truncated": func(_ Digest, b []byte) []byte { return b[:len(b)/2] },
-		"appended":  func(_ Digest, b []byte) []byte { return append(bytes.Clone(b), 'x') },
-		"empty":     func(Digest, []byte) []byte { return nil },
-		"other":     func(Digest, []byte) []byte { return []byte("another valid blob") },
+	cases := map[string]func(cache.Digest, []byte) []byte{
+		"flipped":   func(_ cache.Digest, b []byte) []byte { b = bytes.Clone(b); b[0] ^= 1; return b },
+		"truncated": func(_ cache.Digest, b []byte) []byte { return b[:len(b)/2] },
+		"appended":  func(_ cache.Digest, b []byte) []byte { return append(bytes.Clone(b), 'x') },
+		"empty":     func(cache.Digest, []byte) []byte { return nil },
+		"other":     func(cache.Digest, []byte) []byte { return []byte("another valid blob") },
 	}
 	for name, bad := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := newMemRemote()
-			a := openWith(t, Options{Remote: r})
+			a := openWith(t, tieredOptions{Remote: r})
 			e := putSample(t, a)
 			if err := a.PutEntry(e); err != nil {
 				t.Fatal(err)
 			}
 			r.badBlob = bad
 			var warned []string
-			b := openWith(t, Options{Remote: r, Warn: func(m string) { warned = append(warned, m) }})
-			if _, err := b.GetEntry(e.Key); !errors.Is(err, ErrNotFound) {
+			b := openWith(t, tieredOptions{Remote: r, Options: cache.Options{Warn: func(m string) { warned = append(warned, m) }}})
+			if _, err := b.GetEntry(e.Key); !errors.Is(err, cache.ErrNotFound) {
 				t.Fatalf("GetEntry = %v, want a miss", err)
 			}
-			for _, ref := range entryRefs(e) {
-				if b.HasBlob(ref.d) {
-					t.Errorf("bad blob %s entered the local cache", ref.d.Short())
+			for _, ref := range e.Blobs() {
+				if b.HasBlob(ref.Digest) {
+					t.Errorf("bad blob %s entered the local cache", ref.Digest.Short())
 				}
 			}
-			if _, err := b.GetLocalEntry(e.Key); !errors.Is(err, ErrNotFound) {
+			if _, err := b.GetLocalEntry(e.Key); !errors.Is(err, cache.ErrNotFound) {
 				t.Errorf("entry stored locally without its blobs: %v", err)
 			}
 			if len(warned) == 0 {
 				t.Errorf("no warning about the bad remote blob")
 			}
-			if names := listDir(t, filepath.Join(b.Root(), tmpDir)); len(names) != 0 {
+			if names := tempNames(t, b); len(names) != 0 {
 				t.Errorf("temp files left: %v", names)
 			}
 		})
@@ -243,23 +327,23 @@ func TestRemoteBadBlobs(t *testing.T) {
 // are misses and are not stored.
 func TestRemoteBadEntry(t *testing.T) {
 	r := newMemRemote()
-	a := openWith(t, Options{Remote: r})
+	a := openWith(t, tieredOptions{Remote: r})
 	e := putSample(t, a)
 	if err := a.PutEntry(e); err != nil {
 		t.Fatal(err)
 	}
 	good := r.ac[e.Key]
-	other := ComputeKey([]Component{{Kind: "command", Value: "other"}})
+	other := cache.ComputeKey([]cache.Component{{Kind: "command", Value: "other"}})
 	r.ac[other] = good // a valid entry under the wrong key
 	flipped := bytes.Clone(good)
 	flipped[len(flipped)-3] ^= 1
 	r.ac[e.Key] = flipped
-	b := openWith(t, Options{Remote: r})
-	for _, k := range []ActionID{e.Key, other} {
-		if _, err := b.GetEntry(k); !errors.Is(err, ErrNotFound) {
+	b := openWith(t, tieredOptions{Remote: r})
+	for _, k := range []cache.ActionID{e.Key, other} {
+		if _, err := b.GetEntry(k); !errors.Is(err, cache.ErrNotFound) {
 			t.Errorf("GetEntry(%s) = %v, want a miss", k.Short(), err)
 		}
-		if _, err := os.Lstat(b.entryPath(k)); err == nil {
+		if _, err := os.Lstat(entryFile(b, k)); err == nil {
 			t.Errorf("bad remote entry %s stored locally", k.Short())
 		}
 	}
@@ -272,7 +356,7 @@ func TestRemoteBadEntry(t *testing.T) {
 // that is down makes puts and gets work locally.
 func TestRemoteReadOnlyAndDown(t *testing.T) {
 	r := newMemRemote()
-	a := openWith(t, Options{Remote: r, RemoteReadOnly: true})
+	a := openWith(t, tieredOptions{Remote: r, RemoteReadOnly: true})
 	e := putSample(t, a)
 	if err := a.PutEntry(e); err != nil {
 		t.Fatal(err)
@@ -282,7 +366,7 @@ func TestRemoteReadOnlyAndDown(t *testing.T) {
 	}
 	r.down = true
 	var warned []string
-	b := openWith(t, Options{Remote: r, Warn: func(m string) { warned = append(warned, m) }})
+	b := openWith(t, tieredOptions{Remote: r, Options: cache.Options{Warn: func(m string) { warned = append(warned, m) }}})
 	e2 := putSample(t, b)
 	if err := b.PutEntry(e2); err != nil {
 		t.Fatalf("put with the remote down: %v", err)
@@ -290,8 +374,8 @@ func TestRemoteReadOnlyAndDown(t *testing.T) {
 	if _, err := b.GetEntry(e2.Key); err != nil {
 		t.Fatalf("local get with the remote down: %v", err)
 	}
-	other := ComputeKey([]Component{{Kind: "command", Value: "x"}})
-	if _, err := b.GetEntry(other); !errors.Is(err, ErrNotFound) {
+	other := cache.ComputeKey([]cache.Component{{Kind: "command", Value: "x"}})
+	if _, err := b.GetEntry(other); !errors.Is(err, cache.ErrNotFound) {
 		t.Fatalf("miss with the remote down = %v", err)
 	}
 	if len(warned) != 1 || b.RemoteStats().UploadErrors != 1 {
@@ -299,78 +383,20 @@ func TestRemoteReadOnlyAndDown(t *testing.T) {
 	}
 }
 
-// TestSigning: signed entries verify; with require_signed, unsigned and
-// wrongly signed entries are misses (locally and from the remote), a
-// signed put replaces an unsigned entry, and unsigned readers still read
-// signed entries.
-func TestSigning(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "cache")
-	open := func(o Options) *Dir {
-		c, err := OpenWith(root, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+// TestRemoteSigning: with require_signed, an unsigned entry from the
+// remote is a miss.
+func TestRemoteSigning(t *testing.T) {
 	key := []byte("team key")
-	plain := open(Options{})
-	e := putSample(t, plain)
-	if err := plain.PutEntry(e); err != nil {
-		t.Fatal(err)
-	}
-	strict := open(Options{SigningKey: key, RequireSigned: true})
-	if _, err := strict.GetEntry(e.Key); !errors.Is(err, ErrUntrusted) || !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unsigned entry under require_signed: %v, want untrusted miss", err)
-	}
-	forger := open(Options{SigningKey: []byte("not the team key")})
-	if err := os.Remove(plain.entryPath(e.Key)); err != nil {
-		t.Fatal(err)
-	}
-	if err := forger.PutEntry(e); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := strict.GetEntry(e.Key); !errors.Is(err, ErrUntrusted) {
-		t.Fatalf("entry signed with another key: %v, want untrusted", err)
-	}
-	// The team's writer replaces it; now the strict reader hits.
-	if err := strict.PutEntry(e); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := strict.GetEntry(e.Key); err != nil {
-		t.Fatalf("after a signed put: %v", err)
-	}
-	if _, err := plain.GetEntry(e.Key); err != nil {
-		t.Fatalf("a reader that does not check signatures: %v", err)
-	}
-	_, b, err := strict.ReadEntryBytes(e.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strict.Signed(b) || forger.Signed(b) {
-		t.Errorf("Signed: team %v forger %v", strict.Signed(b), forger.Signed(b))
-	}
-	if _, err := DecodeEntry(b); err != nil {
-		t.Errorf("a signed entry does not decode: %v", err)
-	}
-	// A tampered signature line is corrupt, not merely untrusted.
-	bad := bytes.Replace(b, []byte(sigPrefix), []byte("sig hmac-sha256 zz"), 1)
-	if _, err := DecodeEntry(bad); !errors.Is(err, ErrCorrupt) {
-		t.Errorf("malformed signature line: %v", err)
-	}
-
 	// From the remote: an unsigned entry is rejected by a strict reader.
 	r := newMemRemote()
-	up := openWith(t, Options{Remote: r})
+	up := openWith(t, tieredOptions{Remote: r})
 	e2 := putSample(t, up)
 	if err := up.PutEntry(e2); err != nil {
 		t.Fatal(err)
 	}
-	down := openWith(t, Options{Remote: r, SigningKey: key, RequireSigned: true})
-	if _, err := down.GetEntry(e2.Key); !errors.Is(err, ErrNotFound) {
+	down := openWith(t, tieredOptions{Remote: r, Options: cache.Options{SigningKey: key, RequireSigned: true}})
+	if _, err := down.GetEntry(e2.Key); !errors.Is(err, cache.ErrNotFound) {
 		t.Fatalf("unsigned remote entry under require_signed: %v", err)
-	}
-	if _, err := OpenWith(t.TempDir(), Options{RequireSigned: true}); err == nil {
-		t.Error("require_signed without a key was accepted")
 	}
 }
 
@@ -381,7 +407,7 @@ type endlessRemote struct {
 	read atomic.Int64
 }
 
-func (m *endlessRemote) OpenBlob(_ context.Context, d Digest) (io.ReadCloser, error) {
+func (m *endlessRemote) OpenBlob(_ context.Context, d cache.Digest) (io.ReadCloser, error) {
 	return io.NopCloser(readFunc(func(p []byte) (int, error) {
 		for i := range p {
 			p[i] = 'z'
@@ -399,9 +425,9 @@ func (f readFunc) Read(p []byte) (int, error) { return f(p) }
 // is cut off just past the size the entry records, and nothing is stored.
 func TestRemoteEndlessBlob(t *testing.T) {
 	r := newMemRemote()
-	a := openWith(t, Options{Remote: r})
+	a := openWith(t, tieredOptions{Remote: r})
 	e := putSample(t, a)
-	e.Stdout, e.Stderr = Digest{}, Digest{} // only sized output blobs
+	e.Stdout, e.Stderr = cache.Digest{}, cache.Digest{} // only sized output blobs
 	if err := a.PutEntry(e); err != nil {
 		t.Fatal(err)
 	}
@@ -410,15 +436,15 @@ func TestRemoteEndlessBlob(t *testing.T) {
 		largest = max(largest, o.Size)
 	}
 	er := &endlessRemote{memRemote: r}
-	b := openWith(t, Options{Remote: er, Warn: func(string) {}})
-	if _, err := b.GetEntry(e.Key); !errors.Is(err, ErrNotFound) {
+	b := openWith(t, tieredOptions{Remote: er, Options: cache.Options{Warn: func(string) {}}})
+	if _, err := b.GetEntry(e.Key); !errors.Is(err, cache.ErrNotFound) {
 		t.Fatalf("GetEntry = %v, want a miss", err)
 	}
 	// put reads in chunks, so allow one buffer beyond size+1.
 	if got := er.read.Load(); got > largest+1+1<<20 {
 		t.Errorf("read %d bytes of an endless blob whose entry records at most %d", got, largest)
 	}
-	if names := listDir(t, filepath.Join(b.Root(), tmpDir)); len(names) != 0 {
+	if names := tempNames(t, b); len(names) != 0 {
 		t.Errorf("temp files left: %v", names)
 	}
 }

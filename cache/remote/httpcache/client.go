@@ -1,4 +1,4 @@
-package remote
+package httpcache
 
 import (
 	"context"
@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 )
 
-var _ cache.Remote = (*Client)(nil)
+var _ remote.Backend = (*Client)(nil)
 
 // Defaults for the zero values of [Options].
 const (
@@ -119,6 +119,25 @@ type Client struct {
 // credentials over plain http to a host that is not loopback unless
 // opts.Insecure is set. Without credentials plain http is fine.
 func New(rawURL string, opts Options) (*Client, error) {
+	base, err := parseBase(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return clientFor(base, opts)
+}
+
+// Open is the [remote.Factory] of the http and https schemes: a client
+// for u with the process's credentials and the default limits.
+func Open(u *url.URL, o remote.Options) (remote.Backend, error) {
+	v := *u
+	base, err := checkBase(&v)
+	if err != nil {
+		return nil, err
+	}
+	return clientFor(base, Options{ReadOnly: o.ReadOnly, Insecure: o.Insecure, Warn: o.Warn})
+}
+
+func clientFor(base *url.URL, opts Options) (*Client, error) {
 	env := opts.Env
 	if env == nil {
 		env = os.Getenv
@@ -126,10 +145,6 @@ func New(rawURL string, opts Options) (*Client, error) {
 	warn := opts.Warn
 	if warn == nil {
 		warn = func(msg string) { fmt.Fprintln(os.Stderr, msg) }
-	}
-	base, err := parseBase(rawURL)
-	if err != nil {
-		return nil, err
 	}
 	c := &Client{
 		base:       base,
@@ -150,6 +165,7 @@ func New(rawURL string, opts Options) (*Client, error) {
 	}
 	c.downCtx, c.setDown = context.WithCancel(context.Background())
 
+	var err error
 	c.auth, err = loadCredentials(opts, env, opts.Env == nil, base.Hostname(), warn)
 	if err != nil {
 		return nil, fmt.Errorf("remote cache %s: %w", c.name, err)
@@ -185,6 +201,13 @@ func parseBase(rawURL string) (*url.URL, error) {
 		// "http://user:pa/ss@host" puts part of a password in both.
 		return nil, fmt.Errorf("remote cache URL: cannot parse it; %s", want)
 	}
+	return checkBase(u)
+}
+
+// checkBase checks a parsed URL as parseBase does and returns it with a
+// path ending in "/".
+func checkBase(u *url.URL) (*url.URL, error) {
+	const want = "want http://host[:port][/prefix] or https://host[:port][/prefix]"
 	if u.User != nil {
 		u.User = nil
 		return nil, fmt.Errorf("remote cache URL %s: user info (user:password@) is not allowed in the URL, where it would be printed and logged; set CAIRN_REMOTE_TOKEN or CAIRN_REMOTE_HEADER, or add a machine entry for %s to ~/.netrc", redactedURL(u), u.Hostname())
