@@ -311,18 +311,18 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 	if memo != nil {
 		readAt = memo.now()
 	}
-	f, err := openObject(p)
+	f, err := OpenObject(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ErrNotFound
 	}
-	if unusable(err) {
+	if Unusable(err) {
 		return nil, false, c.quarantinePath("entry", key.String(), p, err)
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	b, _, bad, err := readEntryFile(f, key)
+	b, _, bad, err := ReadEntryFile(f, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -332,7 +332,7 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 		}
 	}
 	if bad == nil {
-		e, bad = decodeEntry(b)
+		e, bad = ParseEntry(b)
 	}
 	if bad == nil && e.Key != key {
 		bad = fmt.Errorf("stored under %s but holds key %s", key.Short(), e.Key.Short())
@@ -341,24 +341,24 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 		if mayRetry {
 			return nil, true, nil
 		}
-		return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+		return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
 	}
 	for _, r := range entryRefs(e) {
 		if !c.HasBlob(r.d) {
 			// GC removes an entry before its blobs, so a blob gone
 			// from under an entry that is itself gone (or replaced)
 			// since we opened it is a GC race: a miss, not damage.
-			if !stillAt(f, p) {
+			if !StillAt(f, p) {
 				if mayRetry {
 					return nil, true, nil
 				}
 				return nil, false, ErrNotFound
 			}
 			bad := fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short())
-			return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+			return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
 		}
 	}
-	if err := c.checkTrust(b); err != nil {
+	if err := c.CheckTrust(b); err != nil {
 		return nil, false, untrusted(err)
 	}
 	if memo != nil {
@@ -369,8 +369,8 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 	return e, false, nil
 }
 
-// stillAt reports whether the open file f is still the one at path.
-func stillAt(f *os.File, path string) bool {
+// StillAt reports whether the open file f is still the one at path.
+func StillAt(f *os.File, path string) bool {
 	a, err := f.Stat()
 	if err != nil {
 		return false
@@ -381,3 +381,28 @@ func stillAt(f *os.File, path string) bool {
 
 // untrusted marks err (which wraps ErrUntrusted) as a miss too.
 func untrusted(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotFound) }
+
+// EntryKeys lists the keys of the entries in the local cache, in no
+// particular order. Files that are not entries are ignored.
+func (c *Dir) EntryKeys() ([]ActionID, error) {
+	var keys []ActionID
+	shards, err := os.ReadDir(filepath.Join(c.root, ACDir))
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		if !sh.IsDir() {
+			continue
+		}
+		names, err := os.ReadDir(filepath.Join(c.root, ACDir, sh.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, n := range names {
+			if k, err := ParseActionID(n.Name()); err == nil && n.Type().IsRegular() {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}

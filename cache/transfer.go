@@ -18,9 +18,11 @@ import (
 // offered under (see [Dir.PutVerified]).
 var ErrWrongContent = errors.New("wrong content")
 
-// BlobRef is a blob an entry references in cas/: its digest and the size
-// the entry records for it, or -1 where it records none (a log).
+// BlobRef is a blob an entry references in cas/: what it is for messages
+// (stdout, an output's path), its digest, and the size the entry records
+// for it, or -1 where it records none (a log).
 type BlobRef struct {
+	What   string
 	Digest Digest
 	Size   int64
 }
@@ -31,7 +33,7 @@ func (e *Entry) Blobs() []BlobRef {
 	refs := entryRefs(e)
 	out := make([]BlobRef, len(refs))
 	for i, r := range refs {
-		out[i] = BlobRef{r.d, r.size}
+		out[i] = BlobRef{r.what, r.d, r.size}
 	}
 	return out
 }
@@ -50,12 +52,12 @@ func (c *Dir) CheckEntry(key ActionID, b []byte) (*Entry, error) {
 	if len(b) > maxEntrySize {
 		return nil, fmt.Errorf("%d bytes", len(b))
 	}
-	e, err := decodeEntry(b)
+	e, err := ParseEntry(b)
 	if err == nil && e.Key != key {
 		err = fmt.Errorf("holds key %s", e.Key.Short())
 	}
 	if err == nil {
-		err = c.checkTrust(b)
+		err = c.CheckTrust(b)
 	}
 	if err != nil {
 		return nil, err
@@ -76,12 +78,12 @@ func (c *Dir) ReadEntryBytes(key ActionID) (*Entry, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("cache get %s: %w", key.Short(), err)
 	}
-	f, err := openObject(c.entryPath(key))
+	f, err := OpenObject(c.entryPath(key))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	b, _, bad, err := readEntryFile(f, key)
+	b, _, bad, err := ReadEntryFile(f, key)
 	if err == nil && bad != nil {
 		err = fmt.Errorf("%w: %w", ErrCorrupt, bad)
 	}
@@ -122,9 +124,9 @@ func (c *Dir) OpenBlob(d Digest) (io.ReadCloser, error) {
 	pr, pw := io.Pipe()
 	go func() {
 		defer f.Close()
-		bad, err := c.readVerified(pw, f, compressed, d)
+		bad, err := c.ReadVerified(pw, f, compressed, d)
 		if err == nil && bad != nil {
-			err = c.quarantineFile("blob", d.String(), f, bad)
+			err = c.QuarantineFile("blob", d.String(), f, bad)
 		}
 		pw.CloseWithError(err)
 	}()

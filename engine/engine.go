@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -31,7 +32,7 @@ type Engine struct {
 	lastKeys    *keyIndex
 	phaseKeys   *phaseKeys
 	entries     *cache.EntryMemo // nil without a cache
-	session     *cache.Session   // records the run's hits and puts for gc and stats; nil when planning
+	session     *upkeep.Session  // records the run's hits and puts for gc and stats; nil when planning
 	// work, set while Run runs, is done once the run is interrupted: the
 	// engine's own long steps (hashing, restoring, downloading) stop then.
 	work     context.Context

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/dag"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/runrec"
@@ -147,7 +148,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	e.recoverStaleRun()
 	// The session tells cairn cache gc what this run uses, and cairn cache
 	// stats how often it hit; it is advisory, so a failure only warns.
-	if s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root); err == nil {
+	if s, err := upkeep.StartSession(e.cache.Dir, "run "+runID+" "+e.ws.Root); err == nil {
 		e.session = s
 		defer func() { s.Close(); e.session = nil }()
 	} else {

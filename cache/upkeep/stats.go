@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -52,29 +53,29 @@ type Stats struct {
 	HitRate            float64
 }
 
-// Stats counts the cache's entries, blobs and bytes, reads the zstd frame
+// StatsOf counts the cache's entries, blobs and bytes, reads the zstd frame
 // header of each compressed blob for its content size, and summarises the
 // newest recent usage sessions (all of them if recent ≤ 0). It takes no
 // lock and reads no object in full. Objects removed while it runs are
 // skipped. A non-nil error lists what could not be read; the returned Stats
 // then covers the rest.
-func (c *Dir) Stats(recent int) (*Stats, error) {
-	s := &Stats{Root: c.root, Shared: c.Shared()}
+func StatsOf(c *cache.Dir, recent int) (*Stats, error) {
+	s := &Stats{Root: c.Root(), Shared: c.Shared()}
 	var errs []error
 	onErr := func(path string, err error) { errs = append(errs, err) }
 
-	packs := map[packID]bool{} // a pack's bytes count once, whatever its names
-	walkStore(filepath.Join(c.root, acDir), func(f storeFile, shard bool) bool {
+	packs := map[[2]uint64]bool{} // a pack's bytes count once, whatever its names
+	walkStore(filepath.Join(c.Root(), cache.ACDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir() && validShard(f.name)
 		}
 		if _, ok := parseEntryFileName(filepath.Base(filepath.Dir(f.path)), f.name); ok && f.info.Mode().IsRegular() {
 			s.Entries++
-			if dev, ino, nlink, ok := fileID(f.info); ok && nlink > 1 {
-				if packs[packID{dev, ino}] {
+			if dev, ino, nlink, ok := cache.FileID(f.info); ok && nlink > 1 {
+				if packs[[2]uint64{dev, ino}] {
 					return false
 				}
-				packs[packID{dev, ino}] = true
+				packs[[2]uint64{dev, ino}] = true
 			}
 			s.EntryBytes += f.info.Size()
 		}
@@ -82,7 +83,7 @@ func (c *Dir) Stats(recent int) (*Stats, error) {
 	}, onErr)
 
 	var knownDisk int64
-	walkStore(filepath.Join(c.root, casDir), func(f storeFile, shard bool) bool {
+	walkStore(filepath.Join(c.Root(), cache.CASDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir() && validShard(f.name)
 		}
@@ -119,10 +120,10 @@ func (c *Dir) Stats(recent int) (*Stats, error) {
 		s.CompressionRatio = float64(s.UncompressedBytes) / float64(knownDisk)
 	}
 
-	s.TempFiles, s.TempBytes = countDir(filepath.Join(c.root, tmpDir), onErr)
-	s.Quarantined, s.QuarantineBytes = countDir(filepath.Join(c.root, quarantineDir), onErr)
+	s.TempFiles, s.TempBytes = countDir(filepath.Join(c.Root(), cache.TempDir), onErr)
+	s.Quarantined, s.QuarantineBytes = countDir(filepath.Join(c.Root(), cache.QuarantineDir), onErr)
 
-	sessions, err := c.readSessions(time.Now(), false)
+	sessions, err := readSessions(c, time.Now(), false)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -142,7 +143,7 @@ func (c *Dir) Stats(recent int) (*Stats, error) {
 		s.HitRate = float64(s.Hits) / float64(s.Hits+s.Misses)
 	}
 	if len(errs) > 0 {
-		return s, fmt.Errorf("cache stats %s: %w", c.root, errors.Join(errs...))
+		return s, fmt.Errorf("cache stats %s: %w", c.Root(), errors.Join(errs...))
 	}
 	return s, nil
 }
@@ -150,7 +151,7 @@ func (c *Dir) Stats(recent int) (*Stats, error) {
 // zstdContentSize returns the content size a compressed blob's frame
 // header records, if it records one.
 func zstdContentSize(path string) (size int64, known bool, err error) {
-	f, err := openObject(path)
+	f, err := cache.OpenObject(path)
 	if err != nil {
 		return 0, false, err
 	}
@@ -259,21 +260,21 @@ func isLowerHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= '
 
 // parseBlobFileName parses the name of a blob file in shard directory
 // shard: <64 hex>, or <64 hex>.zst, starting with the shard's two digits.
-func parseBlobFileName(shard, name string) (d Digest, compressed bool, ok bool) {
-	base, compressed := strings.CutSuffix(name, zstSuffix)
-	v, err := parseHex32(base)
+func parseBlobFileName(shard, name string) (d cache.Digest, compressed bool, ok bool) {
+	base, compressed := strings.CutSuffix(name, cache.CompressedSuffix)
+	v, err := cache.ParseDigest(base)
 	if err != nil || base[:2] != shard {
-		return Digest{}, false, false
+		return cache.Digest{}, false, false
 	}
 	return v, compressed, true
 }
 
 // parseEntryFileName parses the name of an entry file in shard directory
 // shard.
-func parseEntryFileName(shard, name string) (ActionID, bool) {
-	v, err := parseHex32(name)
+func parseEntryFileName(shard, name string) (cache.ActionID, bool) {
+	v, err := cache.ParseActionID(name)
 	if err != nil || name[:2] != shard {
-		return ActionID{}, false
+		return cache.ActionID{}, false
 	}
 	return v, true
 }

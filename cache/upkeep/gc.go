@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/gofrs/flock"
 )
 
@@ -42,9 +43,6 @@ const (
 	// DefaultGCGrace is how old an unreferenced blob must be before GC
 	// removes it, unless GCOptions.Grace says otherwise.
 	DefaultGCGrace = time.Hour
-	// TempGrace is how old a temp file must be before GC removes it (or
-	// Verify reports it as an orphan): longer than any write takes.
-	TempGrace = time.Hour
 )
 
 // ErrGCRunning means another GC holds the cache's GC lock.
@@ -119,7 +117,7 @@ type GCReport struct {
 // removed under a reader is a miss for it. GC keeps going past files it
 // cannot remove; the error then lists them, and the report says what was
 // done.
-func (c *Dir) GC(opts GCOptions) (*GCReport, error) {
+func GC(c *cache.Dir, opts GCOptions) (*GCReport, error) {
 	began := time.Now()
 	g := &gcRun{c: c, opts: opts, rep: &GCReport{DryRun: opts.DryRun}}
 	g.now = time.Now
@@ -138,7 +136,7 @@ func (c *Dir) GC(opts GCOptions) (*GCReport, error) {
 		defer unlock()
 	}
 	if err := g.scan(); err != nil {
-		return nil, fmt.Errorf("cache gc %s: %w", c.root, err)
+		return nil, fmt.Errorf("cache gc %s: %w", c.Root(), err)
 	}
 	g.plan()
 	if opts.DryRun {
@@ -148,13 +146,13 @@ func (c *Dir) GC(opts GCOptions) (*GCReport, error) {
 	}
 	g.rep.Elapsed = time.Since(began)
 	if len(g.errs) > 0 {
-		return g.rep, fmt.Errorf("cache gc %s: could not remove everything (check the permissions of these files, or run gc as their owner): %w", c.root, errors.Join(g.errs...))
+		return g.rep, fmt.Errorf("cache gc %s: could not remove everything (check the permissions of these files, or run gc as their owner): %w", c.Root(), errors.Join(g.errs...))
 	}
 	return g.rep, nil
 }
 
 type gcRun struct {
-	c     *Dir
+	c     *cache.Dir
 	opts  GCOptions
 	now   func() time.Time
 	grace time.Duration
@@ -163,12 +161,12 @@ type gcRun struct {
 
 	sessions    []sessionFile
 	sessionSeen map[string]fs.FileInfo
-	live        map[ActionID]bool
-	usedAt      map[ActionID]time.Time
+	live        map[cache.ActionID]bool
+	usedAt      map[cache.ActionID]time.Time
 
 	entries                []*gcEntry
-	byKey                  map[ActionID]*gcEntry
-	blobs                  map[Digest]*gcBlob
+	byKey                  map[cache.ActionID]*gcEntry
+	blobs                  map[cache.Digest]*gcBlob
 	refsKnown              bool  // every entry directory could be listed
 	bytesGone              int64 // removed by someone else while GC ran
 	entriesGone, blobsGone int
@@ -177,17 +175,17 @@ type gcRun struct {
 }
 
 type gcEntry struct {
-	key     ActionID
+	key     cache.ActionID
 	f       storeFile
 	size    int64 // its file's size, or its record's in a pack
 	lastUse time.Time
-	refs    []Digest
+	refs    []cache.Digest
 	live    bool
 	reason  string // why it is evicted; "" if kept
 }
 
 type gcBlob struct {
-	d      Digest
+	d      cache.Digest
 	files  []storeFile
 	size   int64
 	newest time.Time
@@ -201,26 +199,26 @@ func (b *gcBlob) young(now time.Time, grace time.Duration) bool { return now.Sub
 // wasteful, and freeing space matters more.
 func (g *gcRun) lock() (unlock func(), err error) {
 	c := g.c
-	dir := filepath.Join(c.root, locksDir)
+	dir := filepath.Join(c.Root(), locksDir)
 	path := filepath.Join(dir, gcLockName)
-	_, err = mkdirIfMissing(dir, c.perms)
+	_, err = c.Mkdir(dir)
 	if err == nil {
-		err = ensureRWFile(path, c.perms)
+		err = ensureRWFile(c, path)
 	}
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		g.rep.Warnings = append(g.rep.Warnings, fmt.Sprintf("no space to create the lock file %s: running without the gc lock", path))
 		return func() {}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cache gc %s: lock: %w", c.root, err)
+		return nil, fmt.Errorf("cache gc %s: lock: %w", c.Root(), err)
 	}
-	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(c.perms.rwMode()))
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR), flock.SetPermissions(c.RWMode()))
 	ok, err := fl.TryLock()
 	if err != nil {
-		return nil, fmt.Errorf("cache gc %s: lock %s: %w", c.root, path, err)
+		return nil, fmt.Errorf("cache gc %s: lock %s: %w", c.Root(), path, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("cache gc %s: %w (it holds %s); wait for it to finish, then run gc again if the cache is still too big", c.root, ErrGCRunning, path)
+		return nil, fmt.Errorf("cache gc %s: %w (it holds %s); wait for it to finish, then run gc again if the cache is still too big", c.Root(), ErrGCRunning, path)
 	}
 	return func() { fl.Unlock() }, nil
 }
@@ -229,23 +227,23 @@ func (g *gcRun) lock() (unlock func(), err error) {
 // blob's name, size and age.
 func (g *gcRun) scan() error {
 	now := g.now()
-	sessions, err := g.c.readSessions(now, true)
+	sessions, err := readSessions(g.c, now, true)
 	if err != nil {
 		g.warn("some session files could not be read (%v): their entries are not protected", err)
 	}
 	g.sessions = sessions
 	g.sessionSeen = make(map[string]fs.FileInfo, len(sessions))
-	g.live = make(map[ActionID]bool)
-	g.usedAt = make(map[ActionID]time.Time)
+	g.live = make(map[cache.ActionID]bool)
+	g.usedAt = make(map[cache.ActionID]time.Time)
 	for _, sf := range sessions {
 		g.sessionSeen[sf.Name] = sf.info
 		g.addSession(sf)
 	}
 
 	g.refsKnown = true
-	g.byKey = make(map[ActionID]*gcEntry)
+	g.byKey = make(map[cache.ActionID]*gcEntry)
 	var listErr error
-	walkStore(filepath.Join(g.c.root, acDir), func(f storeFile, shard bool) bool {
+	walkStore(filepath.Join(g.c.Root(), cache.ACDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir()
 		}
@@ -266,9 +264,9 @@ func (g *gcRun) scan() error {
 		g.warn("could not list all of ac/ (%v): no blob is removed, since some entries' references are unknown", listErr)
 	}
 
-	g.blobs = make(map[Digest]*gcBlob)
+	g.blobs = make(map[cache.Digest]*gcBlob)
 	var casErr error
-	walkStore(filepath.Join(g.c.root, casDir), func(f storeFile, shard bool) bool {
+	walkStore(filepath.Join(g.c.Root(), cache.CASDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir()
 		}
@@ -341,14 +339,14 @@ func (g *gcRun) addSession(sf sessionFile) {
 // searched for anything that looks like a digest instead: keeping a few
 // blobs too many is cheap, removing the blobs of a newer cairn's entries
 // is not. An unreadable entry references nothing: no reader can use it.
-func readRefs(f storeFile, key ActionID) ([]Digest, int64) {
+func readRefs(f storeFile, key cache.ActionID) ([]cache.Digest, int64) {
 	size := f.info.Size()
-	fh, err := openObject(f.path)
+	fh, err := cache.OpenObject(f.path)
 	if err != nil {
 		return nil, size
 	}
 	defer fh.Close()
-	b, n, bad, err := readEntryFile(fh, key)
+	b, n, bad, err := cache.ReadEntryFile(fh, key)
 	if err != nil {
 		return nil, size
 	}
@@ -358,14 +356,14 @@ func readRefs(f storeFile, key ActionID) ([]Digest, int64) {
 		if _, err := fh.Seek(0, io.SeekStart); err != nil {
 			return nil, 0
 		}
-		all, _ := io.ReadAll(io.LimitReader(fh, packMaxSize+maxEntrySize))
+		all, _ := io.ReadAll(io.LimitReader(fh, cache.MaxPackRead))
 		return hexRefs(all), 0
 	}
-	if e, err := decodeEntry(b); err == nil {
-		refs := entryRefs(e)
-		ds := make([]Digest, len(refs))
+	if e, err := cache.ParseEntry(b); err == nil {
+		refs := e.Blobs()
+		ds := make([]cache.Digest, len(refs))
 		for i, r := range refs {
-			ds[i] = r.d
+			ds[i] = r.Digest
 		}
 		return ds, n
 	}
@@ -373,8 +371,8 @@ func readRefs(f storeFile, key ActionID) ([]Digest, int64) {
 }
 
 // hexRefs returns every run of exactly 64 lowercase hex digits in b.
-func hexRefs(b []byte) []Digest {
-	var ds []Digest
+func hexRefs(b []byte) []cache.Digest {
+	var ds []cache.Digest
 	for i := 0; i < len(b); {
 		if !isLowerHex(b[i]) {
 			i++
@@ -385,7 +383,7 @@ func hexRefs(b []byte) []Digest {
 			j++
 		}
 		if j-i == 64 {
-			if d, err := parseHex32(string(b[i:j])); err == nil {
+			if d, err := cache.ParseDigest(string(b[i:j])); err == nil {
 				ds = append(ds, d)
 			}
 		}
@@ -396,8 +394,8 @@ func hexRefs(b []byte) []Digest {
 
 // scanTemp lists temp files old enough to remove.
 func (g *gcRun) scanTemp(now time.Time) {
-	grace := max(TempGrace, g.grace)
-	dir := filepath.Join(g.c.root, tmpDir)
+	grace := max(cache.TempGrace, g.grace)
+	dir := filepath.Join(g.c.Root(), cache.TempDir)
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -480,7 +478,7 @@ func (g *gcRun) plan() {
 }
 
 // evict marks e for removal and returns the blobs it leaves unreferenced.
-func (g *gcRun) evict(e *gcEntry, reason string) (freed []Digest) {
+func (g *gcRun) evict(e *gcEntry, reason string) (freed []cache.Digest) {
 	e.reason = reason
 	for _, d := range e.refs {
 		if b := g.blobs[d]; b != nil {
@@ -685,7 +683,7 @@ func sameObject(now, scanned fs.FileInfo) bool {
 // spares the entries they have since hit or put while live.
 func (g *gcRun) recheckSessions() {
 	now := g.now()
-	des, err := os.ReadDir(filepath.Join(g.c.root, sessionsDir))
+	des, err := os.ReadDir(filepath.Join(g.c.Root(), sessionsDir))
 	if err != nil {
 		return
 	}
@@ -697,7 +695,7 @@ func (g *gcRun) recheckSessions() {
 		if was, ok := g.sessionSeen[de.Name()]; ok && was.Size() == st.Size() && was.ModTime().Equal(st.ModTime()) {
 			continue
 		}
-		sf, err := readSession(filepath.Join(g.c.root, sessionsDir, de.Name()), now, true)
+		sf, err := readSession(filepath.Join(g.c.Root(), sessionsDir, de.Name()), now, true)
 		if err != nil || !sf.valid || sf.State != SessionLive {
 			continue
 		}
@@ -715,7 +713,7 @@ func (g *gcRun) recheckSessions() {
 // refresh a put gives a blob it finds present, this closes the window
 // between GC's scan and its removal of blobs.
 func (g *gcRun) recheckEntries() {
-	walkStore(filepath.Join(g.c.root, acDir), func(f storeFile, shard bool) bool {
+	walkStore(filepath.Join(g.c.Root(), cache.ACDir), func(f storeFile, shard bool) bool {
 		if shard {
 			return f.info.IsDir()
 		}

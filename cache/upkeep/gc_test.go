@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/gofrs/flock"
 	"github.com/google/go-cmp/cmp"
 )
@@ -22,27 +23,27 @@ import (
 
 // plantBlob stores content as blob (compressed: as one zstd frame) with
 // modification time mtime (zero: now), and returns its digest.
-func plantBlob(t testing.TB, c *Dir, content []byte, compressed bool, mtime time.Time) Digest {
+func plantBlob(t testing.TB, c *cache.Dir, content []byte, compressed bool, mtime time.Time) cache.Digest {
 	t.Helper()
-	d := HashBytes(content)
+	d := cache.HashBytes(content)
 	b := content
 	if compressed {
 		b = blockEncoder().EncodeAll(content, nil)
 	}
-	plantFile(t, c, c.blobPath(d, compressed), b, mtime)
+	plantFile(t, c, blobPath(c, d, compressed), b, mtime)
 	return d
 }
 
 // plantFile writes an object file with the mode a put gives it.
-func plantFile(t testing.TB, c *Dir, p string, b []byte, mtime time.Time) {
+func plantFile(t testing.TB, c *cache.Dir, p string, b []byte, mtime time.Time) {
 	t.Helper()
-	if err := c.perms.mkdirAll(filepath.Dir(p)); err != nil {
+	if _, err := c.Mkdir(filepath.Dir(p)); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(p, c.perms.objectMode(0o644)); err != nil {
+	if err := os.Chmod(p, objectMode(c)); err != nil {
 		t.Fatal(err)
 	}
 	if !mtime.IsZero() {
@@ -54,36 +55,41 @@ func plantFile(t testing.TB, c *Dir, p string, b []byte, mtime time.Time) {
 
 // testEntry returns a valid entry named by n whose outputs are files with
 // the given blobs.
-func testEntry(n string, outs ...Digest) *Entry {
-	comps := []Component{{Kind: "command", Value: n}}
-	e := &Entry{Format: EntryFormat, Key: ComputeKey(comps), Phase: "p", Components: comps}
+func testEntry(n string, outs ...cache.Digest) *cache.Entry {
+	comps := []cache.Component{{Kind: "command", Value: n}}
+	e := &cache.Entry{Format: cache.EntryFormat, Key: cache.ComputeKey(comps), Phase: "p", Components: comps}
 	for i, d := range outs {
-		e.Outputs = append(e.Outputs, OutputFile{Path: fmt.Sprintf("out%d", i), Type: TypeFile, Mode: 0o644, Digest: d})
+		e.Outputs = append(e.Outputs, cache.OutputFile{Path: fmt.Sprintf("out%d", i), Type: cache.TypeFile, Mode: 0o644, Digest: d})
 	}
 	return e
 }
 
-// plantEntry stores e (signed if c signs) with modification time mtime.
-func plantEntry(t testing.TB, c *Dir, e *Entry, mtime time.Time) string {
+// plantEntry stores e with modification time mtime.
+func plantEntry(t testing.TB, c *cache.Dir, e *cache.Entry, mtime time.Time) string {
+	return plantSignedEntry(t, c, nil, e, mtime)
+}
+
+// plantSignedEntry is plantEntry signing e with key (nil: unsigned).
+func plantSignedEntry(t testing.TB, c *cache.Dir, key []byte, e *cache.Entry, mtime time.Time) string {
 	t.Helper()
-	b, err := EncodeEntry(e)
+	b, err := cache.EncodeEntry(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.sign != nil {
-		b = c.sign.appendSig(b)
+	if key != nil {
+		b = sign(key, b)
 	}
-	p := c.entryPath(e.Key)
+	p := entryPath(c, e.Key)
 	plantFile(t, c, p, b, mtime)
 	return p
 }
 
 // plantSession writes a session file started at start with the given
 // lines after the header, last written at mtime.
-func plantSession(t testing.TB, c *Dir, start time.Time, pid int, lines []string, mtime time.Time) string {
+func plantSession(t testing.TB, c *cache.Dir, start time.Time, pid int, lines []string, mtime time.Time) string {
 	t.Helper()
-	dir := filepath.Join(c.root, sessionsDir)
-	if _, err := mkdirIfMissing(dir, c.perms); err != nil {
+	dir := filepath.Join(c.Root(), sessionsDir)
+	if _, err := c.Mkdir(dir); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, fmt.Sprintf("%d-%d-%016x", start.UnixNano(), pid, pid))
@@ -98,9 +104,9 @@ func plantSession(t testing.TB, c *Dir, start time.Time, pid int, lines []string
 }
 
 // plantTemp writes a file in tmp/ last written at mtime.
-func plantTemp(t testing.TB, c *Dir, name string, mtime time.Time) string {
+func plantTemp(t testing.TB, c *cache.Dir, name string, mtime time.Time) string {
 	t.Helper()
-	p := filepath.Join(c.root, tmpDir, name)
+	p := filepath.Join(c.Root(), cache.TempDir, name)
 	if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +145,10 @@ func blobsByDigest(ids []string) []string {
 // lruFixture is a cache with three entries used 3, 2 and 1 hours ago, each
 // with its own 100-byte blob stored 5 hours ago.
 type lruFixture struct {
-	c       *Dir
+	c       *cache.Dir
 	now     time.Time
-	entries []*Entry // oldest first
-	blobs   []Digest
+	entries []*cache.Entry // oldest first
+	blobs   []cache.Digest
 }
 
 func newLRUFixture(t *testing.T) *lruFixture {
@@ -159,7 +165,7 @@ func newLRUFixture(t *testing.T) *lruFixture {
 }
 
 func (f *lruFixture) entrySize(t *testing.T) int64 {
-	st, err := os.Stat(f.c.entryPath(f.entries[0].Key))
+	st, err := os.Stat(entryPath(f.c, f.entries[0].Key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,17 +249,17 @@ func TestGCEvictsLeastRecentlyUsed(t *testing.T) {
 				if tt.sessions != nil {
 					tt.sessions(t, f)
 				}
-				before := treeOf(t, f.c.root)
+				before := treeOf(t, f.c.Root())
 				opts := tt.opts(f, f.entrySize(t))
 				opts.Now, opts.DryRun = f.clock(), dry
-				rep, err := f.c.GC(opts)
+				rep, err := GC(f.c, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if diff := cmp.Diff(blobsByDigest(tt.want(f)), removedIDs(rep)); diff != "" {
 					t.Errorf("DryRun=%v: removed (-want +got):\n%s", dry, diff)
 				}
-				after := treeOf(t, f.c.root)
+				after := treeOf(t, f.c.Root())
 				if dry {
 					if diff := cmp.Diff(before, after); diff != "" {
 						t.Errorf("dry run changed the cache (-before +after):\n%s", diff)
@@ -270,7 +276,7 @@ func TestGCEvictsLeastRecentlyUsed(t *testing.T) {
 				}
 				// What is left is usable.
 				for _, e := range f.entries {
-					if _, err := f.c.GetEntry(e.Key); err != nil && !errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
+					if _, err := f.c.GetEntry(e.Key); err != nil && !errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt) {
 						t.Errorf("GetEntry after GC = %v, want a hit or a miss", err)
 					}
 				}
@@ -315,10 +321,10 @@ func TestGCBlobs(t *testing.T) {
 	plantEntry(t, c, olde, old)
 	plantEntry(t, c, testEntry("new", shared), now)
 	// An entry in a format this cairn cannot read: its blobs stay.
-	future := ComputeKey([]Component{{Kind: "future", Value: "x"}})
-	plantFile(t, c, c.entryPath(future), []byte("cairn-ac 2\n{\"blobs\":[\""+newer.String()+"\"]}\n"), now)
+	future := cache.ComputeKey([]cache.Component{{Kind: "future", Value: "x"}})
+	plantFile(t, c, entryPath(c, future), []byte("cairn-ac 2\n{\"blobs\":[\""+newer.String()+"\"]}\n"), now)
 
-	rep, err := c.GC(GCOptions{MaxAge: time.Hour})
+	rep, err := GC(c, GCOptions{MaxAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +333,7 @@ func TestGCBlobs(t *testing.T) {
 	if diff := cmp.Diff(want, removedIDs(rep)); diff != "" {
 		t.Errorf("removed (-want +got):\n%s", diff)
 	}
-	for _, d := range []Digest{shared, youngOrphan, newer} {
+	for _, d := range []cache.Digest{shared, youngOrphan, newer} {
 		if !c.HasBlob(d) {
 			t.Errorf("blob %s removed", d.Short())
 		}
@@ -345,7 +351,7 @@ func TestGCTempAndSessionFiles(t *testing.T) {
 	old := plantTemp(t, c, "blob-old", now.Add(-2*time.Hour))
 	nfs := plantTemp(t, c, ".nfs000000000001", now.Add(-48*time.Hour))
 	d := plantBlob(t, c, []byte("x"), false, now.Add(-48*time.Hour))
-	shardNFS := filepath.Join(filepath.Dir(c.blobPath(d, false)), ".nfs000000000002")
+	shardNFS := filepath.Join(filepath.Dir(blobPath(c, d, false)), ".nfs000000000002")
 	plantFile(t, c, shardNFS, []byte("open elsewhere"), now.Add(-48*time.Hour))
 	week := SessionKeep + time.Hour
 	ended := plantSession(t, c, now.Add(-week), 1, []string{"end"}, now.Add(-week))
@@ -353,7 +359,7 @@ func TestGCTempAndSessionFiles(t *testing.T) {
 	recent := plantSession(t, c, now.Add(-time.Hour), 3, []string{"end"}, now.Add(-time.Hour))
 	live := plantSession(t, c, now.Add(-week), 4, nil, now.Add(-time.Minute)) // a very long run
 
-	rep, err := c.GC(GCOptions{})
+	rep, err := GC(c, GCOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,23 +388,23 @@ func TestGCTempAndSessionFiles(t *testing.T) {
 func TestGCLocked(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	if _, err := c.GC(GCOptions{}); err != nil { // creates the lock file
+	if _, err := GC(c, GCOptions{}); err != nil { // creates the lock file
 		t.Fatal(err)
 	}
-	other := flock.New(filepath.Join(c.root, locksDir, gcLockName), flock.SetFlag(os.O_RDWR))
+	other := flock.New(filepath.Join(c.Root(), locksDir, gcLockName), flock.SetFlag(os.O_RDWR))
 	if ok, err := other.TryLock(); !ok || err != nil {
 		t.Fatalf("TryLock = %v, %v", ok, err)
 	}
 	defer other.Unlock()
-	_, err := c.GC(GCOptions{})
+	_, err := GC(c, GCOptions{})
 	if !errors.Is(err, ErrGCRunning) || !strings.Contains(err.Error(), "wait for it") {
 		t.Errorf("GC while locked = %v, want ErrGCRunning saying what to do", err)
 	}
-	if _, err := c.GC(GCOptions{DryRun: true}); err != nil {
+	if _, err := GC(c, GCOptions{DryRun: true}); err != nil {
 		t.Errorf("dry run while locked = %v, want it to run: it takes no lock", err)
 	}
 	other.Unlock()
-	if _, err := c.GC(GCOptions{}); err != nil {
+	if _, err := GC(c, GCOptions{}); err != nil {
 		t.Errorf("GC after unlock = %v", err)
 	}
 }
@@ -414,7 +420,7 @@ func TestGCKeepsRefreshedBlob(t *testing.T) {
 	if _, err := c.PutBytes(content); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := c.GC(GCOptions{MaxSize: 1})
+	rep, err := GC(c, GCOptions{MaxSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +498,7 @@ func TestGCRacingReaders(t *testing.T) {
 	// Entries stored long ago, for the first GCs to evict while the
 	// writers read them, however slowly the writers get going.
 	long := time.Now().Add(-2 * time.Hour)
-	var old []*Entry
+	var old []*cache.Entry
 	for i := range 30 {
 		e := testEntry(fmt.Sprint("old ", i), plantBlob(t, c, fmt.Appendf(nil, "old %d", i), i%2 == 0, long))
 		plantEntry(t, c, e, long)
@@ -502,7 +508,7 @@ func TestGCRacingReaders(t *testing.T) {
 	wg.Go(func() {
 		for !stop.Load() {
 			idx := gcStarts.Add(1)
-			rep, err := c.GC(GCOptions{MaxSize: maxSize})
+			rep, err := GC(c, GCOptions{MaxSize: maxSize})
 			if err != nil {
 				fail("GC: %v", err)
 				continue
@@ -524,7 +530,7 @@ func TestGCRacingReaders(t *testing.T) {
 	wg.Go(func() {
 		for !stop.Load() {
 			time.Sleep(10 * time.Millisecond)
-			rep, err := c.Verify(VerifyOptions{})
+			rep, err := Verify(c, VerifyOptions{})
 			if err != nil {
 				fail("Verify: %v", err)
 				continue
@@ -543,7 +549,7 @@ func TestGCRacingReaders(t *testing.T) {
 	})
 	// Writer 0 records its use in a session that stays live until every
 	// GC has finished; the others run without one.
-	live, err := c.StartSession("writer 0")
+	live, err := StartSession(c, "writer 0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +564,7 @@ func TestGCRacingReaders(t *testing.T) {
 				sess = live
 			}
 			dst := filepath.Join(t.TempDir(), "out")
-			stored := append([]*Entry(nil), old[w*10:w*10+10]...)
+			stored := append([]*cache.Entry(nil), old[w*10:w*10+10]...)
 			var aged [][]byte // contents of aged blobs
 			for i := 0; writing.Load(); i++ {
 				content := fmt.Appendf(nil, "writer %d content %d", w, i)
@@ -574,7 +580,7 @@ func TestGCRacingReaders(t *testing.T) {
 				}
 				e := testEntry(fmt.Sprintf("w%d-%d", w, i), d)
 				switch err := c.PutEntry(e); {
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, cache.ErrNotFound):
 					putMisses.Add(1) // GC took the blob first: the put is not cached
 					continue
 				case err != nil:
@@ -586,8 +592,8 @@ func TestGCRacingReaders(t *testing.T) {
 				if i%2 == 0 && !reused && w != 0 {
 					// Stored long ago, as far as GC can tell. Only
 					// this writer has this content.
-					os.Chtimes(c.entryPath(e.Key), long, long)
-					if p, ok := c.statBlob(d); ok {
+					os.Chtimes(entryPath(c, e.Key), long, long)
+					if p, ok := statBlob(c, d); ok {
 						os.Chtimes(p, long, long)
 					}
 					aged = append(aged, content)
@@ -602,10 +608,10 @@ func TestGCRacingReaders(t *testing.T) {
 				want := stored[len(stored)-1-i%min(len(stored), 10)]
 				got, err := c.GetEntry(want.Key)
 				switch {
-				case errors.Is(err, ErrCorrupt):
+				case errors.Is(err, cache.ErrCorrupt):
 					fail("GetEntry %s: %v", want.Key.Short(), err)
 					continue
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, cache.ErrNotFound):
 					getMisses.Add(1)
 					continue
 				case err != nil:
@@ -617,13 +623,13 @@ func TestGCRacingReaders(t *testing.T) {
 				}
 				sess.Hit(want.Key)
 				switch err := c.RestoreFile(got.Outputs[0].Digest, dst, 0o644); {
-				case errors.Is(err, ErrNotFound):
+				case errors.Is(err, cache.ErrNotFound):
 					restoreMisses.Add(1) // the entry was evicted after we read it
 				case err != nil:
 					fail("RestoreFile: %v", err)
 				default:
 					hits.Add(1)
-					if b, _ := os.ReadFile(dst); HashBytes(b) != want.Outputs[0].Digest {
+					if b, _ := os.ReadFile(dst); cache.HashBytes(b) != want.Outputs[0].Digest {
 						fail("RestoreFile %s: wrong bytes", want.Key.Short())
 					}
 				}

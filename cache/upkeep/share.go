@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // ShareReport says what [MakeShared] changed.
@@ -41,7 +43,7 @@ func MakeShared(root, group string) (*ShareReport, error) {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(abs, dirPerm); err != nil {
+	if err := os.MkdirAll(abs, 0o777); err != nil {
 		return nil, err
 	}
 	if gid >= 0 {
@@ -49,11 +51,11 @@ func MakeShared(root, group string) (*ShareReport, error) {
 			return nil, fmt.Errorf("give %s to group %s: %w (you must own it and be a member of the group)", abs, group, err)
 		}
 	}
-	if err := os.Chmod(abs, sharedDirPerm|fs.ModeSetgid); err != nil {
+	if err := os.Chmod(abs, cache.SharedDirPerm|fs.ModeSetgid); err != nil {
 		return nil, fmt.Errorf("make %s group-shared: %w", abs, err)
 	}
 	// Opening lays out the cache with shared modes (root is setgid now).
-	c, err := Open(abs)
+	c, err := cache.Open(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -73,14 +75,14 @@ func MakeShared(root, group string) (*ShareReport, error) {
 		if d.Type()&fs.ModeSymlink != 0 {
 			return nil
 		}
-		if !d.IsDir() && filepath.Dir(p) == filepath.Join(abs, tmpDir) {
+		if !d.IsDir() && filepath.Dir(p) == filepath.Join(abs, cache.TempDir) {
 			return nil // files being written; their writer sets the mode
 		}
 		info, err := d.Info()
 		if err != nil {
 			return nil
 		}
-		want := c.sharedMode(p, d.IsDir())
+		want := sharedMode(c, p, d.IsDir())
 		sys := info.Sys().(*syscall.Stat_t)
 		okMode := info.Mode()&(fs.ModePerm|fs.ModeSetgid) == want
 		okGroup := int(sys.Gid) == rootGid
@@ -108,17 +110,17 @@ func MakeShared(root, group string) (*ShareReport, error) {
 }
 
 // sharedMode is the mode path p should have in a shared cache.
-func (c *Dir) sharedMode(p string, dir bool) fs.FileMode {
+func sharedMode(c *cache.Dir, p string, dir bool) fs.FileMode {
 	if dir {
-		return sharedDirPerm | fs.ModeSetgid
+		return cache.SharedDirPerm | fs.ModeSetgid
 	}
-	rel, _ := filepath.Rel(c.root, p)
+	rel, _ := filepath.Rel(c.Root(), p)
 	top, _, _ := cutPath(rel)
 	switch top {
 	case "sessions", "locks":
-		return sharedRWPerm
+		return cache.SharedRWPerm
 	}
-	return sharedObjectPerm
+	return cache.SharedObjectPerm
 }
 
 func cutPath(rel string) (first, rest string, ok bool) {
@@ -178,29 +180,4 @@ func parseGroupLine(line string) (name string, gid int, ok bool) {
 		return "", 0, false
 	}
 	return f[0], n, true
-}
-
-// EntryKeys lists the keys of the entries in the local cache, in no
-// particular order. Files that are not entries are ignored.
-func (c *Dir) EntryKeys() ([]ActionID, error) {
-	var keys []ActionID
-	shards, err := os.ReadDir(filepath.Join(c.root, acDir))
-	if err != nil {
-		return nil, err
-	}
-	for _, sh := range shards {
-		if !sh.IsDir() {
-			continue
-		}
-		names, err := os.ReadDir(filepath.Join(c.root, acDir, sh.Name()))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		for _, n := range names {
-			if k, err := ParseActionID(n.Name()); err == nil && n.Type().IsRegular() {
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys, nil
 }

@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -91,9 +92,9 @@ var injections = []injection{
 }
 
 // verifyClasses returns the problems Verify reports for id, as "class".
-func verifyClasses(t *testing.T, c *Dir, id string) string {
+func verifyClasses(t *testing.T, c *cache.Dir, id string) string {
 	t.Helper()
-	rep, err := c.Verify(VerifyOptions{})
+	rep, err := Verify(c, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,13 +112,13 @@ func verifyClasses(t *testing.T, c *Dir, id string) string {
 
 // checkMiss checks a lookup of a damaged object failed as a miss, and that
 // the damaged object was moved out of the way.
-func checkMiss(t *testing.T, c *Dir, what string, err error, p string) string {
+func checkMiss(t *testing.T, c *cache.Dir, what string, err error, p string) string {
 	t.Helper()
 	if err == nil {
 		t.Errorf("%s of a damaged object succeeded", what)
 		return "HIT"
 	}
-	if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound) {
+	if !errors.Is(err, cache.ErrCorrupt) && !errors.Is(err, cache.ErrNotFound) {
 		t.Errorf("%s = %v, want a miss (ErrCorrupt or ErrNotFound)", what, err)
 		return "ERROR"
 	}
@@ -125,7 +126,7 @@ func checkMiss(t *testing.T, c *Dir, what string, err error, p string) string {
 		t.Errorf("%s: damaged object still in place (%v)", what, lerr)
 		return "miss, not quarantined"
 	}
-	if q := listDir(t, filepath.Join(c.root, quarantineDir)); len(q) == 0 {
+	if q := listDir(t, filepath.Join(c.Root(), cache.QuarantineDir)); len(q) == 0 {
 		t.Errorf("%s: quarantine/ is empty", what)
 	}
 	return "miss+quarantined"
@@ -173,7 +174,6 @@ func TestCorruptionClasses(t *testing.T) {
 				c := newDir(t)
 				switch target {
 				case "entry":
-					noPack(c)
 					record(inj.name, target, corruptEntryClass(t, c, inj))
 				case "packed entry":
 					record(inj.name, target, corruptPackedClass(t, c, inj))
@@ -185,7 +185,7 @@ func TestCorruptionClasses(t *testing.T) {
 	}
 }
 
-func corruptBlobClass(t *testing.T, c *Dir, inj injection, compressed bool) string {
+func corruptBlobClass(t *testing.T, c *cache.Dir, inj injection, compressed bool) string {
 	content := randomBytes(t, 4096)
 	if compressed {
 		content = textBytes(64 << 10)
@@ -194,7 +194,7 @@ func corruptBlobClass(t *testing.T, c *Dir, inj injection, compressed bool) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := c.blobPath(d, compressed)
+	p := blobPath(c, d, compressed)
 	if _, err := os.Lstat(p); err != nil {
 		t.Fatalf("blob not stored in the expected form: %v", err)
 	}
@@ -202,7 +202,7 @@ func corruptBlobClass(t *testing.T, c *Dir, inj injection, compressed bool) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := c.blobPath(otherD, false)
+	other := blobPath(c, otherD, false)
 	var results []string
 	for _, via := range []string{"ReadBlob", "RestoreFile"} {
 		inj.apply(t, p, other)
@@ -241,25 +241,25 @@ func corruptBlobClass(t *testing.T, c *Dir, inj injection, compressed bool) stri
 // so the damage hits the record, except for bytes appended after it: a
 // pack's tail beyond its last record is where a crashed writer leaves a
 // torn record, not damage, and the entry stays a hit.
-func corruptPackedClass(t *testing.T, c *Dir, inj injection) string {
+func corruptPackedClass(t *testing.T, c *cache.Dir, inj injection) string {
 	e := putSample(t, c)
 	if err := c.PutEntry(e); err != nil {
 		t.Fatal(err)
 	}
-	c2, err := Open(c.Root())
+	c2, err := cache.Open(c.Root())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Close()
-	other := testEntry("other", HashBytes([]byte("weights")))
+	other := testEntry("other", cache.HashBytes([]byte("weights")))
 	if err := c2.PutEntry(other); err != nil {
 		t.Fatal(err)
 	}
-	p := c.entryPath(e.Key)
+	p := entryPath(c, e.Key)
 	if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte(packHeader)) {
 		t.Fatalf("entry not stored in a pack: %q, %v", b[:min(len(b), 16)], err)
 	}
-	inj.apply(t, p, c.entryPath(other.Key))
+	inj.apply(t, p, entryPath(c, other.Key))
 	verified := verifyClasses(t, c, e.Key.String())
 	got, err := c.GetEntry(e.Key)
 	var result string
@@ -287,17 +287,15 @@ func corruptPackedClass(t *testing.T, c *Dir, inj injection) string {
 	return result
 }
 
-func corruptEntryClass(t *testing.T, c *Dir, inj injection) string {
+// corruptEntryClass damages an entry stored as a file of its own (formats
+// 1 and 2, as where packs are impossible); corruptPackedClass one in a pack.
+func corruptEntryClass(t *testing.T, c *cache.Dir, inj injection) string {
 	e := putSample(t, c)
-	if err := c.PutEntry(e); err != nil {
-		t.Fatal(err)
-	}
-	other := testEntry("other", HashBytes([]byte("weights")))
-	if err := c.PutEntry(other); err != nil {
-		t.Fatal(err)
-	}
-	p := c.entryPath(e.Key)
-	inj.apply(t, p, c.entryPath(other.Key))
+	plantEntry(t, c, e, time.Time{})
+	other := testEntry("other", cache.HashBytes([]byte("weights")))
+	plantEntry(t, c, other, time.Time{})
+	p := entryPath(c, e.Key)
+	inj.apply(t, p, entryPath(c, other.Key))
 	verified := verifyClasses(t, c, e.Key.String())
 	_, err := c.GetEntry(e.Key)
 	result := "GetEntry: " + checkMiss(t, c, "GetEntry", err, p) + "; verify: " + verified
@@ -350,7 +348,7 @@ func TestSubset(t *testing.T) {
 	const m = 10
 	counts := make([]int, m)
 	for i := range 2000 {
-		d := HashBytes([]byte(fmt.Sprint(i)))
+		d := cache.HashBytes([]byte(fmt.Sprint(i)))
 		n := 0
 		for k := 1; k <= m; k++ {
 			if (Subset{k, m}).has(d) {
@@ -387,12 +385,13 @@ func problemSet(ps []Problem) []string {
 // a third Verify is clean.
 func TestVerifyFindsInjected(t *testing.T) {
 	t.Parallel()
-	c, err := OpenWith(filepath.Join(t.TempDir(), "cache"), Options{Shared: true, SigningKey: []byte("team key"), RequireSigned: true})
+	key := []byte("team key")
+	c, err := cache.OpenWith(filepath.Join(t.TempDir(), "cache"), cache.Options{Shared: true, SigningKey: key, RequireSigned: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const nEntries, nOrphans = 600, 200
-	entries := make([]*Entry, nEntries)
+	entries := make([]*cache.Entry, nEntries)
 	for i := range entries {
 		content := fmt.Appendf(nil, "output %d\n", i)
 		compressed := i%3 == 0
@@ -402,7 +401,7 @@ func TestVerifyFindsInjected(t *testing.T) {
 		out := plantBlob(t, c, content, compressed, time.Time{})
 		e := testEntry(fmt.Sprint("t12 ", i), out)
 		e.Stdout = plantBlob(t, c, fmt.Appendf(nil, "log %d", i), false, time.Time{})
-		plantEntry(t, c, e, time.Time{})
+		plantSignedEntry(t, c, key, e, time.Time{})
 		entries[i] = e
 	}
 	orphans := make([]string, nOrphans) // paths
@@ -411,11 +410,11 @@ func TestVerifyFindsInjected(t *testing.T) {
 		compressed := i%2 == 1
 		content := fmt.Appendf(nil, "orphan %d\n%s", i, textBytes(200))
 		d := plantBlob(t, c, content, compressed, time.Time{})
-		orphans[i], orphanIDs[i] = c.blobPath(d, compressed), d.String()
+		orphans[i], orphanIDs[i] = blobPath(c, d, compressed), d.String()
 	}
 	outPath := func(i int) string {
 		d := entries[i].Outputs[0].Digest
-		p, ok := c.statBlob(d)
+		p, ok := statBlob(c, d)
 		if !ok {
 			t.Fatalf("output of entry %d missing", i)
 		}
@@ -449,25 +448,25 @@ func TestVerifyFindsInjected(t *testing.T) {
 		if inj.noRoot {
 			continue
 		}
-		inj.apply(t, c.entryPath(entries[10+i].Key), c.entryPath(entries[20].Key))
+		inj.apply(t, entryPath(c, entries[10+i].Key), entryPath(c, entries[20].Key))
 		want = append(want, "corrupt entry "+ek(10+i))
 	}
 	// Dangling: entries 30-34 lose their stdout blob.
 	for i := 30; i < 35; i++ {
-		os.Remove(c.blobPath(entries[i].Stdout, false))
+		os.Remove(blobPath(c, entries[i].Stdout, false))
 		want = append(want, "dangling entry "+ek(i))
 	}
 	// Untrusted: unsigned, and signed with another key.
 	for i := 40; i < 43; i++ {
-		b, err := EncodeEntry(entries[i])
+		b, err := cache.EncodeEntry(entries[i])
 		if err != nil {
 			t.Fatal(err)
 		}
-		replaceFile(t, c.entryPath(entries[i].Key), b)
+		replaceFile(t, entryPath(c, entries[i].Key), b)
 		want = append(want, "untrusted entry "+ek(i))
 	}
-	b, _ := EncodeEntry(entries[43])
-	replaceFile(t, c.entryPath(entries[43].Key), newSigner([]byte("another key")).appendSig(b))
+	b, _ := cache.EncodeEntry(entries[43])
+	replaceFile(t, entryPath(c, entries[43].Key), sign([]byte("another key"), b))
 	want = append(want, "untrusted entry "+ek(43))
 	// Orphaned temp files, and writes in flight.
 	now := time.Now()
@@ -483,15 +482,15 @@ func TestVerifyFindsInjected(t *testing.T) {
 		os.Chmod(outPath(i), 0o400)
 		want = append(want, "bad-perm blob "+od(i))
 	}
-	os.Chmod(c.entryPath(entries[52].Key), 0o400)
+	os.Chmod(entryPath(c, entries[52].Key), 0o400)
 	want = append(want, "bad-perm entry "+ek(52))
-	shard := filepath.Dir(c.entryPath(entries[53].Key))
+	shard := filepath.Dir(entryPath(c, entries[53].Key))
 	os.Chmod(shard, 0o755)
 	want = append(want, "bad-perm dir "+filepath.Base(shard))
 	// Stray names.
 	stray := filepath.Join(filepath.Dir(orphans[150]), "README")
 	os.WriteFile(stray, []byte("hi"), 0o444)
-	os.Mkdir(filepath.Join(c.root, casDir, "zz"), 0o755)
+	os.Mkdir(filepath.Join(c.Root(), cache.CASDir, "zz"), 0o755)
 	want = append(want, "corrupt blob README", "corrupt blob zz")
 	if os.Geteuid() != 0 {
 		os.Chmod(orphans[120], 0)
@@ -502,7 +501,7 @@ func TestVerifyFindsInjected(t *testing.T) {
 	sort.Strings(want)
 
 	var calls, last int
-	rep, err := c.Verify(VerifyOptions{Progress: func(done, total int) { calls++; last = total }})
+	rep, err := Verify(c, VerifyOptions{Progress: func(done, total int) { calls++; last = total }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +535,7 @@ func TestVerifyFindsInjected(t *testing.T) {
 		t.Errorf("InFlight = %d, want 2", rep.InFlight)
 	}
 
-	repaired, err := c.Verify(VerifyOptions{Repair: true})
+	repaired, err := Verify(c, VerifyOptions{Repair: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -556,7 +555,7 @@ func TestVerifyFindsInjected(t *testing.T) {
 		t.Errorf("ExitCode after repair = %d, want 0", got)
 	}
 
-	again, err := c.Verify(VerifyOptions{})
+	again, err := Verify(c, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,14 +563,14 @@ func TestVerifyFindsInjected(t *testing.T) {
 		t.Errorf("Verify after repair: %d problems, exit %d; want clean:\n%s", len(again.Problems), again.ExitCode(), strings.Join(problemSet(again.Problems), "\n"))
 	}
 	// What was repaired is a miss now, or usable again.
-	if _, err := c.GetEntry(entries[10].Key); !errors.Is(err, ErrNotFound) {
+	if _, err := c.GetEntry(entries[10].Key); !errors.Is(err, cache.ErrNotFound) {
 		t.Errorf("GetEntry of a quarantined entry = %v, want ErrNotFound", err)
 	}
 	if _, err := c.GetEntry(entries[52].Key); err != nil {
 		t.Errorf("GetEntry of an entry whose mode was fixed = %v", err)
 	}
 
-	sub, err := c.Verify(VerifyOptions{Subset: Subset{1, 10}})
+	sub, err := Verify(c, VerifyOptions{Subset: Subset{1, 10}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -19,8 +20,8 @@ import (
 func TestSessionRecords(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	a, b := ComputeKey([]Component{{Kind: "a"}}), ComputeKey([]Component{{Kind: "b"}})
-	s, err := c.StartSession("run train.hcl\nwith a newline")
+	a, b := cache.ComputeKey([]cache.Component{{Kind: "a"}}), cache.ComputeKey([]cache.Component{{Kind: "b"}})
+	s, err := StartSession(c, "run train.hcl\nwith a newline")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestSessionRecords(t *testing.T) {
 		t.Errorf("session file after Close (-want +got):\n%s", diff)
 	}
 
-	sessions, err := c.readSessions(time.Now(), true)
+	sessions, err := readSessions(c, time.Now(), true)
 	if err != nil || len(sessions) != 1 {
 		t.Fatalf("readSessions = %d sessions, %v", len(sessions), err)
 	}
@@ -68,7 +69,7 @@ func TestSessionRecords(t *testing.T) {
 	if time.Since(sf.Start) > time.Minute || sf.LastActive.Before(sf.Start.Add(-time.Second)) {
 		t.Errorf("Start %v, LastActive %v: want both about now", sf.Start, sf.LastActive)
 	}
-	if diff := cmp.Diff(map[ActionID]struct{}{a: {}, b: {}}, sf.used); diff != "" {
+	if diff := cmp.Diff(map[cache.ActionID]struct{}{a: {}, b: {}}, sf.used); diff != "" {
 		t.Errorf("used keys (-want +got):\n%s", diff)
 	}
 }
@@ -78,8 +79,8 @@ func TestSessionRecords(t *testing.T) {
 func TestSessionHitLingers(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	k := ComputeKey([]Component{{Kind: "k"}})
-	s, err := c.StartSession("linger")
+	k := cache.ComputeKey([]cache.Component{{Kind: "k"}})
+	s, err := StartSession(c, "linger")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestSessionHitLingers(t *testing.T) {
 func TestSessionNil(t *testing.T) {
 	t.Parallel()
 	var s *Session
-	k := ComputeKey(nil)
+	k := cache.ComputeKey(nil)
 	s.Hit(k)
 	s.Miss(k)
 	s.Put(k)
@@ -115,7 +116,7 @@ func TestSessionNil(t *testing.T) {
 func TestSessionConcurrent(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	s, err := c.StartSession("concurrent")
+	s, err := StartSession(c, "concurrent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestSessionConcurrent(t *testing.T) {
 	for g := range 8 {
 		wg.Go(func() {
 			for i := range 50 {
-				s.Hit(ComputeKey([]Component{{Kind: "k", Name: fmt.Sprint(g), Value: fmt.Sprint(i)}}))
+				s.Hit(cache.ComputeKey([]cache.Component{{Kind: "k", Name: fmt.Sprint(g), Value: fmt.Sprint(i)}}))
 			}
 		})
 	}
@@ -142,7 +143,7 @@ func TestSessionConcurrent(t *testing.T) {
 func TestSessionHeartbeat(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	s, err := c.startSession("beating", 5*time.Millisecond)
+	s, err := startSession(c, "beating", 5*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestSessionHeartbeat(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	sessions, _ := c.readSessions(time.Now(), false)
+	sessions, _ := readSessions(c, time.Now(), false)
 	if len(sessions) != 1 || sessions[0].State != SessionLive {
 		t.Errorf("sessions = %+v, want one live", sessions)
 	}
@@ -191,7 +192,7 @@ func TestSessionStates(t *testing.T) {
 			t.Parallel()
 			c := newDir(t)
 			plantSession(t, c, now.Add(-time.Hour), 7, tt.lines, now.Add(-tt.age))
-			sessions, err := c.readSessions(now, false)
+			sessions, err := readSessions(c, now, false)
 			if err != nil || len(sessions) != 1 {
 				t.Fatalf("readSessions = %+v, %v", sessions, err)
 			}
@@ -204,7 +205,7 @@ func TestSessionStates(t *testing.T) {
 
 func TestParseSessionLog(t *testing.T) {
 	t.Parallel()
-	k := ComputeKey(nil).String()
+	k := cache.ComputeKey(nil).String()
 	tests := map[string]struct {
 		in   string
 		want sessionLog
@@ -261,7 +262,7 @@ func TestParseSessionName(t *testing.T) {
 // content, and stays bounded: no more records than lines, no more keys
 // than hits and puts.
 func FuzzSessionLog(f *testing.F) {
-	k := ComputeKey(nil).String()
+	k := cache.ComputeKey(nil).String()
 	f.Add([]byte("cairn-session 1\nlabel l\nhit " + k + "\nmiss " + k + "\nput " + k + "\nend\n"))
 	f.Add([]byte("cairn-session 1\nhit " + k[:63] + "\n"))
 	f.Add([]byte("cairn-session 1\n" + strings.Repeat("z", 600)))
@@ -290,11 +291,11 @@ func FuzzSessionLog(f *testing.F) {
 func TestSharedSessionAndLockModes(t *testing.T) {
 	old := syscall.Umask(0o077)
 	defer syscall.Umask(old)
-	c, err := OpenWith(filepath.Join(t.TempDir(), "cache"), Options{Shared: true})
+	c, err := cache.OpenWith(filepath.Join(t.TempDir(), "cache"), cache.Options{Shared: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.StartSession("shared")
+	s, err := StartSession(c, "shared")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,23 +305,23 @@ func TestSharedSessionAndLockModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Put(e.Key)
-	if _, err := c.GC(GCOptions{}); err != nil {
+	if _, err := GC(c, GCOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dir := fs.ModeDir | fs.ModeSetgid | sharedDirPerm
+	dir := fs.ModeDir | fs.ModeSetgid | cache.SharedDirPerm
 	want := map[string]fs.FileMode{
-		sessionsDir:                      dir,
-		locksDir:                         dir,
-		filepath.Join(locksDir, "gc"):    sharedRWPerm,
-		s.Path():                         sharedRWPerm,
-		c.entryPath(e.Key):               sharedObjectPerm,
-		filepath.Dir(c.entryPath(e.Key)): dir,
+		sessionsDir:                       dir,
+		locksDir:                          dir,
+		filepath.Join(locksDir, "gc"):     cache.SharedRWPerm,
+		s.Path():                          cache.SharedRWPerm,
+		entryPath(c, e.Key):               cache.SharedObjectPerm,
+		filepath.Dir(entryPath(c, e.Key)): dir,
 	}
 	got := map[string]fs.FileMode{}
 	for p := range want {
 		full := p
 		if !filepath.IsAbs(p) {
-			full = filepath.Join(c.root, p)
+			full = filepath.Join(c.Root(), p)
 		}
 		st, err := os.Lstat(full)
 		if err != nil {
@@ -331,7 +332,7 @@ func TestSharedSessionAndLockModes(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("modes under umask 077 (-want +got):\n%s", diff)
 	}
-	rep, err := c.Verify(VerifyOptions{})
+	rep, err := Verify(c, VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"io/fs"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // TestSharedModes: in a shared cache every directory is setgid and
@@ -20,7 +22,7 @@ func TestSharedModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Open(root) // a teammate opening it without saying "shared"
+	c, err := cache.Open(root) // a teammate opening it without saying "shared"
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +72,7 @@ func TestSharedModes(t *testing.T) {
 	if err := priv.PutEntry(e2); err != nil {
 		t.Fatal(err)
 	}
-	st, err := os.Stat(priv.entryPath(e2.Key))
+	st, err := os.Stat(entryPath(priv, e2.Key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestMakeSharedFixesExisting(t *testing.T) {
 	if rep.Fixed == 0 {
 		t.Fatal("nothing fixed")
 	}
-	st, err := os.Stat(c.entryPath(e.Key))
+	st, err := os.Stat(entryPath(c, e.Key))
 	if err != nil {
 		t.Fatal(err)
 	}

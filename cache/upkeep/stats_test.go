@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"os"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -27,10 +28,10 @@ func TestStats(t *testing.T) {
 	ep := plantEntry(t, c, e, time.Time{})
 	plantTemp(t, c, "blob-0000000000000001", now)
 	plantTemp(t, c, ".nfs0000000000000001", now) // not counted
-	qp := filepath.Join(c.root, quarantineDir, "blob-x.0000000000000001")
+	qp := filepath.Join(c.Root(), cache.QuarantineDir, "blob-x.0000000000000001")
 	os.WriteFile(qp, []byte("bad bytes"), 0o444)
 
-	k := ComputeKey(nil).String()
+	k := cache.ComputeKey(nil).String()
 	plantSession(t, c, now.Add(-3*time.Hour), 1, []string{"label oldest", "hit " + k, "end"}, now.Add(-3*time.Hour))
 	plantSession(t, c, now.Add(-2*time.Hour), 2, []string{"label middle", "hit " + k, "hit " + k, "hit " + k, "miss " + k, "end"}, now.Add(-2*time.Hour))
 	plantSession(t, c, now.Add(-time.Hour), 3, []string{"label newest", "hit " + k, "miss " + k, "miss " + k, "miss " + k, "put " + k}, now.Add(-time.Minute))
@@ -42,9 +43,9 @@ func TestStats(t *testing.T) {
 		}
 		return st.Size()
 	}
-	smallDisk, bigDisk := size(c.blobPath(small, true)), size(c.blobPath(big, true))
+	smallDisk, bigDisk := size(blobPath(c, small, true)), size(blobPath(c, big, true))
 	want := &Stats{
-		Root:              c.root,
+		Root:              c.Root(),
 		Entries:           1,
 		EntryBytes:        size(ep),
 		Blobs:             3,
@@ -65,14 +66,14 @@ func TestStats(t *testing.T) {
 		},
 		Hits: 4, Misses: 4, Puts: 1, HitRate: 0.5,
 	}
-	got, err := c.Stats(2)
+	got, err := StatsOf(c, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(SessionStats{}, "Name", "Start", "LastActive")); diff != "" {
 		t.Errorf("Stats(2) (-want +got):\n%s", diff)
 	}
-	all, err := c.Stats(0)
+	all, err := StatsOf(c, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +85,11 @@ func TestStats(t *testing.T) {
 func TestStatsEmpty(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
-	got, err := c.Stats(10)
+	got, err := StatsOf(c, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&Stats{Root: c.root}, got); diff != "" {
+	if diff := cmp.Diff(&Stats{Root: c.Root()}, got); diff != "" {
 		t.Errorf("Stats of an empty cache (-want +got):\n%s", diff)
 	}
 }

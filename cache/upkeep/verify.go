@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"encoding/binary"
@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // ProblemClass says what kind of problem Verify found.
@@ -59,7 +61,7 @@ type Problem struct {
 // once. The zero Subset reads all blobs.
 type Subset struct{ N, M int }
 
-func (s Subset) has(d Digest) bool {
+func (s Subset) has(d cache.Digest) bool {
 	if s.M <= 1 {
 		return true
 	}
@@ -75,7 +77,7 @@ type VerifyOptions struct {
 	Repair bool
 	// Refetch, if set, puts a good copy of a quarantined blob back (from
 	// the remote cache level).
-	Refetch func(Digest) error
+	Refetch func(cache.Digest) error
 	// Subset limits which blobs' content is read and hashed; every blob
 	// is still checked for its name, type and mode, and every entry is
 	// checked in full.
@@ -135,21 +137,21 @@ func (r *VerifyReport) ExitCode() int {
 // reported dangling and quarantined too, and a second Verify is clean.
 //
 // The error is non-nil only if the cache could not be walked at all.
-func (c *Dir) Verify(opts VerifyOptions) (*VerifyReport, error) {
+func Verify(c *cache.Dir, opts VerifyOptions) (*VerifyReport, error) {
 	began := time.Now()
 	v := &verifier{c: c, opts: opts, rep: new(VerifyReport), now: time.Now}
 	if opts.Now != nil {
 		v.now = opts.Now
 	}
-	if _, err := os.Stat(c.root); err != nil {
+	if _, err := os.Stat(c.Root()); err != nil {
 		return nil, fmt.Errorf("cache verify: %w", err)
 	}
-	v.checkDir("dir", c.root)
-	for _, d := range []string{casDir, acDir, tmpDir, quarantineDir, sessionsDir, locksDir} {
-		v.checkDir("dir", filepath.Join(c.root, d))
+	v.checkDir("dir", c.Root())
+	for _, d := range []string{cache.CASDir, cache.ACDir, cache.TempDir, cache.QuarantineDir, sessionsDir, locksDir} {
+		v.checkDir("dir", filepath.Join(c.Root(), d))
 	}
-	blobs := v.list(casDir, "blob")
-	entries := v.list(acDir, "entry")
+	blobs := v.list(cache.CASDir, "blob")
+	entries := v.list(cache.ACDir, "entry")
 	total := len(blobs) + len(entries)
 	done := 0
 	progress := func() {
@@ -169,7 +171,7 @@ func (c *Dir) Verify(opts VerifyOptions) (*VerifyReport, error) {
 	v.checkTemp()
 	v.checkRWFiles(sessionsDir, "session")
 	v.checkRWFiles(locksDir, "lock")
-	v.rep.Quarantined, _ = countDir(filepath.Join(c.root, quarantineDir), func(path string, err error) {
+	v.rep.Quarantined, _ = countDir(filepath.Join(c.Root(), cache.QuarantineDir), func(path string, err error) {
 		v.ioProblem("dir", path, err)
 	})
 	v.checkFormat()
@@ -179,7 +181,7 @@ func (c *Dir) Verify(opts VerifyOptions) (*VerifyReport, error) {
 }
 
 type verifier struct {
-	c    *Dir
+	c    *cache.Dir
 	opts VerifyOptions
 	rep  *VerifyReport
 	now  func() time.Time
@@ -189,10 +191,10 @@ type verifier struct {
 // AllowDamagedFormat) and, with Repair, rewrites it when every other
 // problem was repaired: the objects are then known to be this format's.
 func (v *verifier) checkFormat() {
-	if !v.c.damagedFormat {
+	if !v.c.DamagedFormat() {
 		return
 	}
-	p := Problem{Class: ProblemCorrupt, Kind: "cache", ID: formatName, Path: filepath.Join(v.c.root, formatName),
+	p := Problem{Class: ProblemCorrupt, Kind: "cache", ID: cache.FormatFile, Path: filepath.Join(v.c.Root(), cache.FormatFile),
 		Cause: "its marker is damaged"}
 	if v.opts.Repair {
 		open := 0
@@ -207,7 +209,7 @@ func (v *verifier) checkFormat() {
 		case open > 0:
 			p.Cause += fmt.Sprintf("; left as it is while %d other problems remain", open)
 		default:
-			if err := v.c.rewriteFormat(); err != nil {
+			if err := v.c.RewriteFormat(); err != nil {
 				p.Cause += "; rewriting it failed: " + err.Error()
 			} else {
 				p.Repair = "rewritten: every object verified"
@@ -226,7 +228,7 @@ func (v *verifier) ioProblem(kind, path string, err error) {
 		return
 	}
 	class := ProblemIOError
-	if errors.Is(err, fs.ErrPermission) || errors.Is(err, errUnreadable) {
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, cache.ErrUnreadable) {
 		class = ProblemBadPerm
 	}
 	v.add(Problem{Class: class, Kind: kind, ID: filepath.Base(path), Path: path, Cause: err.Error()})
@@ -236,7 +238,7 @@ func (v *verifier) ioProblem(kind, path string, err error) {
 // and returns the files in the shards.
 func (v *verifier) list(top, kind string) []storeFile {
 	var files []storeFile
-	walkStore(filepath.Join(v.c.root, top), func(f storeFile, shard bool) bool {
+	walkStore(filepath.Join(v.c.Root(), top), func(f storeFile, shard bool) bool {
 		if !shard {
 			files = append(files, f)
 			return false
@@ -256,7 +258,7 @@ func (v *verifier) list(top, kind string) []storeFile {
 func (v *verifier) stray(kind string, f storeFile, cause string) {
 	p := Problem{Class: ProblemCorrupt, Kind: kind, ID: f.name, Path: f.path, Cause: cause}
 	if v.opts.Repair {
-		if ce := v.c.quarantine(kind, f.name, f.path, f.info, errors.New(cause)); ce.Moved != "" {
+		if ce := v.c.Quarantine(kind, f.name, f.path, f.info, errors.New(cause)); ce.Moved != "" {
 			p.Repair = "quarantined to " + ce.Moved
 		}
 	}
@@ -289,24 +291,24 @@ func (v *verifier) checkMode(kind string, f storeFile) {
 		if mode&fs.ModeSetgid != 0 && mode.Perm()&0o070 == 0o070 {
 			return
 		}
-		want, cause = sharedDirPerm|fs.ModeSetgid, fmt.Sprintf("mode %v: a shared cache's directories are setgid and group-writable", mode)
+		want, cause = cache.SharedDirPerm|fs.ModeSetgid, fmt.Sprintf("mode %v: a shared cache's directories are setgid and group-writable", mode)
 	case kind == "session" || kind == "lock":
 		if mode.Perm()&0o060 == 0o060 {
 			return
 		}
-		want, cause = sharedRWPerm, fmt.Sprintf("mode %v: not group-writable", mode.Perm())
+		want, cause = cache.SharedRWPerm, fmt.Sprintf("mode %v: not group-writable", mode.Perm())
 	default:
 		if mode.Perm()&0o040 != 0 {
 			return
 		}
-		want, cause = sharedObjectPerm, fmt.Sprintf("mode %v: not group-readable", mode.Perm())
+		want, cause = cache.SharedObjectPerm, fmt.Sprintf("mode %v: not group-readable", mode.Perm())
 	}
 	p := Problem{Class: ProblemBadPerm, Kind: kind, ID: f.name, Path: f.path, Cause: cause + "; its owner (or root) can run: cairn cache verify --repair"}
 	if kind == "blob" || kind == "entry" {
 		p.ID = objectID(f.name)
 	}
 	if v.opts.Repair {
-		if err := chmodOwned(f.path, f.info, want); err == nil {
+		if err := cache.ChmodOwned(f.path, f.info, want); err == nil {
 			p.Repair = fmt.Sprintf("mode set to %v", want)
 		}
 	}
@@ -349,11 +351,11 @@ func (v *verifier) quarantined(class ProblemClass, kind, id string, f storeFile,
 	if !v.opts.Repair {
 		return p
 	}
-	var ce *CorruptError
+	var ce *cache.CorruptError
 	if open != nil {
-		ce = v.c.quarantineFile(kind, id, open, cause)
+		ce = v.c.QuarantineFile(kind, id, open, cause)
 	} else {
-		ce = v.c.quarantine(kind, id, f.path, f.info, cause)
+		ce = v.c.Quarantine(kind, id, f.path, f.info, cause)
 	}
 	if ce.Moved != "" {
 		p.Repair = "quarantined to " + ce.Moved
@@ -365,11 +367,11 @@ func (v *verifier) quarantined(class ProblemClass, kind, id string, f storeFile,
 // reported (and quarantined when repairing: it blocks every later put);
 // an I/O error is reported; a vanished one is not.
 func (v *verifier) openChecked(kind, id string, f storeFile) *os.File {
-	fh, err := openObject(f.path)
+	fh, err := cache.OpenObject(f.path)
 	switch {
 	case err == nil:
 		return fh
-	case unusable(err):
+	case cache.Unusable(err):
 		v.quarantined(ProblemBadPerm, kind, id, f, nil, err)
 	default:
 		v.ioProblem(kind, f.path, err)
@@ -394,7 +396,7 @@ func (v *verifier) checkBlob(f storeFile) {
 	defer fh.Close()
 	v.rep.BlobsRead++
 	for try := 0; ; try++ {
-		bad, err := v.c.readVerified(io.Discard, fh, compressed, d)
+		bad, err := v.c.ReadVerified(io.Discard, fh, compressed, d)
 		v.rep.ReadBytes += f.info.Size()
 		if err != nil {
 			v.ioProblem("blob", f.path, err)
@@ -433,7 +435,7 @@ func (v *verifier) checkEntry(f storeFile) {
 	defer fh.Close()
 	var (
 		b   []byte
-		e   *Entry
+		e   *cache.Entry
 		bad error
 	)
 	for try := 0; try < 2; try++ {
@@ -445,7 +447,7 @@ func (v *verifier) checkEntry(f storeFile) {
 			err  error
 			size int64
 		)
-		b, size, bad, err = readEntryFile(fh, key)
+		b, size, bad, err = cache.ReadEntryFile(fh, key)
 		v.rep.ReadBytes += int64(len(b))
 		if err != nil {
 			v.ioProblem("entry", f.path, err)
@@ -457,11 +459,11 @@ func (v *verifier) checkEntry(f storeFile) {
 		if bad != nil {
 			continue
 		}
-		if ver, ok := entryVersion(b); ok && ver > maxEntryFormat {
+		if cache.IsNewerEntry(b) {
 			v.rep.NewerEntries++
 			return
 		}
-		e, bad = decodeEntry(b)
+		e, bad = cache.ParseEntry(b)
 		if bad == nil && e.Key != key {
 			bad = fmt.Errorf("stored under %s but holds key %s", key.Short(), e.Key.Short())
 		}
@@ -473,17 +475,17 @@ func (v *verifier) checkEntry(f storeFile) {
 		v.corrupt("entry", id, f, fh, bad)
 		return
 	}
-	for _, r := range entryRefs(e) {
-		if v.c.HasBlob(r.d) {
+	for _, r := range e.Blobs() {
+		if v.c.HasBlob(r.Digest) {
 			continue
 		}
-		if !stillAt(fh, f.path) {
+		if !cache.StillAt(fh, f.path) {
 			return // removed meanwhile (GC removes entries before blobs)
 		}
-		v.quarantined(ProblemDangling, "entry", id, f, fh, fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short()))
+		v.quarantined(ProblemDangling, "entry", id, f, fh, fmt.Errorf("%s: blob %s is missing", r.What, r.Digest.Short()))
 		return
 	}
-	if err := v.c.checkTrust(b); err != nil {
+	if err := v.c.CheckTrust(b); err != nil {
 		v.quarantined(ProblemUntrusted, "entry", id, f, fh, err)
 	}
 }
@@ -491,7 +493,7 @@ func (v *verifier) checkEntry(f storeFile) {
 // checkTemp reports temp files older than TempGrace, and removes them
 // when repairing; younger ones are writes in flight.
 func (v *verifier) checkTemp() {
-	dir := filepath.Join(v.c.root, tmpDir)
+	dir := filepath.Join(v.c.Root(), cache.TempDir)
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		v.ioProblem("dir", dir, err)
@@ -508,7 +510,7 @@ func (v *verifier) checkTemp() {
 			continue
 		}
 		age := now.Sub(st.ModTime())
-		if age < TempGrace || publishedPack(de.Name(), st) {
+		if age < cache.TempGrace || publishedPack(de.Name(), st) {
 			v.rep.InFlight++
 			continue
 		}
@@ -528,19 +530,23 @@ func (v *verifier) checkTemp() {
 	}
 }
 
+// errNotRegular reports an object path that holds a symlink, FIFO,
+// directory or device instead of a regular file.
+var errNotRegular = errors.New("not a regular file")
+
 // publishedPack reports whether the temp file name, stat st, is a pack
 // with published names: the temp name of a process's pack, which is
 // appended to for as long as the process stores entries (a long phase
 // can leave it unchanged for hours) and holds no bytes of its own. It is
 // not a crashed write's leftover; GC removes the name once it is old.
 func publishedPack(name string, st fs.FileInfo) bool {
-	_, _, nlink, ok := fileID(st)
+	_, _, nlink, ok := cache.FileID(st)
 	return ok && nlink > 1 && strings.HasPrefix(name, "pack-") && st.Mode().IsRegular()
 }
 
 // checkRWFiles checks the modes of session or lock files.
 func (v *verifier) checkRWFiles(dir, kind string) {
-	path := filepath.Join(v.c.root, dir)
+	path := filepath.Join(v.c.Root(), dir)
 	des, err := os.ReadDir(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {

@@ -1,4 +1,4 @@
-package cache
+package upkeep
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // Usage sessions record which entries each process used, so GC can evict
@@ -79,14 +81,14 @@ type Session struct {
 // experiment.hcl"; newlines are replaced) and starts its heartbeat. Call
 // Close when the process is done with the cache. An error means no session
 // could be recorded; the caller may carry on with a nil *Session.
-func (c *Dir) StartSession(label string) (*Session, error) {
-	return c.startSession(label, SessionHeartbeat)
+func StartSession(c *cache.Dir, label string) (*Session, error) {
+	return startSession(c, label, SessionHeartbeat)
 }
 
-func (c *Dir) startSession(label string, beat time.Duration) (*Session, error) {
-	dir := filepath.Join(c.root, sessionsDir)
-	if _, err := mkdirIfMissing(dir, c.perms); err != nil {
-		return nil, fmt.Errorf("cache start session in %s: %w", c.root, err)
+func startSession(c *cache.Dir, label string, beat time.Duration) (*Session, error) {
+	dir := filepath.Join(c.Root(), sessionsDir)
+	if _, err := c.Mkdir(dir); err != nil {
+		return nil, fmt.Errorf("cache start session in %s: %w", c.Root(), err)
 	}
 	var (
 		f    *os.File
@@ -96,7 +98,7 @@ func (c *Dir) startSession(label string, beat time.Duration) (*Session, error) {
 	for try := 0; ; try++ {
 		name := fmt.Sprintf("%d-%d-%016x", time.Now().UnixNano(), os.Getpid(), rand.Uint64())
 		path = filepath.Join(dir, name)
-		f, err = createAppend(path, c.perms)
+		f, err = createAppend(c, path)
 		if err == nil {
 			break
 		}
@@ -142,20 +144,20 @@ func (s *Session) Path() string {
 // entry, and a write each cost it more than its decisions): call Flush
 // before reading the entry's blobs, so a GC sees the hit before the
 // restore needs them.
-func (s *Session) Hit(key ActionID) { s.record("hit", key, false) }
+func (s *Session) Hit(key cache.ActionID) { s.record("hit", key, false) }
 
 // Miss records that no usable entry for key was found (it may wait, as a
 // hit).
-func (s *Session) Miss(key ActionID) { s.record("miss", key, false) }
+func (s *Session) Miss(key cache.ActionID) { s.record("miss", key, false) }
 
 // Put records that an entry for key was stored.
-func (s *Session) Put(key ActionID) { s.record("put", key, true) }
+func (s *Session) Put(key cache.ActionID) { s.record("put", key, true) }
 
 // sessionLinger is the longest a recorded hit or miss waits in memory
 // before it is written to the session file.
 const sessionLinger = 50 * time.Millisecond
 
-func (s *Session) record(verb string, key ActionID, now bool) {
+func (s *Session) record(verb string, key cache.ActionID, now bool) {
 	if s == nil {
 		return
 	}
@@ -239,7 +241,7 @@ func (s *Session) heartbeat(beat time.Duration) {
 		case now := <-t.C:
 			s.mu.Lock()
 			if !s.closed {
-				touch(s.path, now)
+				os.Chtimes(s.path, time.Time{}, now)
 			}
 			s.mu.Unlock()
 		}
@@ -273,9 +275,9 @@ type sessionLog struct {
 	label              string
 	ended              bool
 	hits, misses, puts int
-	used               map[ActionID]struct{} // keys hit or put; nil unless asked for
-	bad                int                   // lines not understood
-	foreign            bool                  // not a cairn-session 1 file
+	used               map[cache.ActionID]struct{} // keys hit or put; nil unless asked for
+	bad                int                         // lines not understood
+	foreign            bool                        // not a cairn-session 1 file
 }
 
 // parseSessionLog reads a session file. Lines it does not understand,
@@ -285,7 +287,7 @@ type sessionLog struct {
 func parseSessionLog(r io.Reader, keys bool) (sessionLog, error) {
 	var l sessionLog
 	if keys {
-		l.used = make(map[ActionID]struct{})
+		l.used = make(map[cache.ActionID]struct{})
 	}
 	br := bufio.NewReaderSize(r, maxSessionLine)
 	first := true
@@ -342,7 +344,7 @@ func (l *sessionLog) parseLine(line []byte) {
 			return
 		}
 	case "hit", "miss", "put":
-		key, err := parseHex32(string(arg))
+		key, err := cache.ParseActionID(string(arg))
 		if err != nil {
 			break
 		}
@@ -388,7 +390,7 @@ type sessionFile struct {
 	SessionStats
 	path  string
 	info  fs.FileInfo
-	used  map[ActionID]struct{}
+	used  map[cache.ActionID]struct{}
 	valid bool // a well-named cairn-session 1 file
 }
 
@@ -396,8 +398,8 @@ type sessionFile struct {
 // vanish meanwhile are skipped; other errors reading one file are
 // returned joined, after the rest have been read. keys says whether to
 // collect each session's used keys.
-func (c *Dir) readSessions(now time.Time, keys bool) ([]sessionFile, error) {
-	dir := filepath.Join(c.root, sessionsDir)
+func readSessions(c *cache.Dir, now time.Time, keys bool) ([]sessionFile, error) {
+	dir := filepath.Join(c.Root(), sessionsDir)
 	des, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -448,7 +450,7 @@ func readSession(path string, now time.Time, keys bool) (sessionFile, error) {
 	if !st.Mode().IsRegular() || !nameOK {
 		return sf, nil
 	}
-	f, err := openObject(path)
+	f, err := cache.OpenObject(path)
 	if err != nil {
 		return sf, err
 	}
