@@ -17,7 +17,7 @@ import (
 // scripts/httpcache-setup.sh, which writes their URLs to
 // /var/tmp/httpcache/env:
 //
-//	. /var/tmp/httpcache/env && go test -run TestRealServers ./cache/remote
+//	. /var/tmp/httpcache/env && go test -run TestRealServers ./cache/remote/httpcache
 //
 // A server whose variable is unset is skipped, unless
 // CAIRN_REQUIRE_SERVICES=1 (as in CI), which makes that a failure.
