@@ -19,21 +19,8 @@ import (
 // wins); an existing entry that fails verification is moved to quarantine/
 // and replaced. When PutEntry returns nil the entry is durable.
 func (c *Dir) PutEntry(e *Entry) error {
-	b, err := EncodeEntry(e)
-	if err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	if err := c.checkRefs(e); err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	if c.sign != nil {
-		b = c.sign.appendSig(b)
-	}
-	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
-		return fmt.Errorf("cache put entry %s: %w", e.Key.Short(), err)
-	}
-	c.upload(e, b)
-	return nil
+	_, err := c.StoreEntry(e, false)
+	return err
 }
 
 // ReplaceEntry stores e as the result for e.Key, as PutEntry does, but
@@ -46,24 +33,37 @@ func (c *Dir) PutEntry(e *Entry) error {
 // again): one result, agreed by every reader. An entry this cairn cannot
 // judge (a newer format) is left in place. See FORMAT.md, "Superseding".
 func (c *Dir) ReplaceEntry(e *Entry) error {
+	_, err := c.StoreEntry(e, true)
+	return err
+}
+
+// StoreEntry is PutEntry, or ReplaceEntry if replace is set, and returns
+// the stored form of e (signed, if signing is on), for a second cache
+// level to upload.
+func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
+	op := "put"
+	if replace {
+		op = "replace"
+	}
 	b, err := EncodeEntry(e)
 	if err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
 	if err := c.checkRefs(e); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
 	if c.sign != nil {
 		b = c.sign.appendSig(b)
 	}
-	if err := c.supersede(e); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+	if replace {
+		if err := c.supersede(e); err != nil {
+			return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
+		}
 	}
 	if err := c.putEntryBytes(e.Key, b, entryRefs(e)); err != nil {
-		return fmt.Errorf("cache replace entry %s: %w", e.Key.Short(), err)
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
-	c.upload(e, b)
-	return nil
+	return b, nil
 }
 
 // supersede removes the local entry for e.Key if it holds a different
@@ -243,10 +243,6 @@ var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", maxEntryFormat,
 // *CorruptError, so the next PutEntry for key can succeed. When signatures
 // are required, an entry without a good one is an error matching both
 // ErrUntrusted and ErrNotFound, and is left in place.
-//
-// On a local miss GetEntry asks the remote, if there is one: the entry and
-// the blobs it references are verified, stored locally, and returned. A
-// remote failure of any kind is a miss.
 func (c *Dir) GetEntry(key ActionID) (*Entry, error) { return c.getEntry(key, false) }
 
 // GetEntryLean is GetEntry for a phase about to be found cached: the
@@ -257,11 +253,6 @@ func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) { return c.getEntry(key
 
 func (c *Dir) getEntry(key ActionID, lean bool) (*Entry, error) {
 	e, err := c.getLocalEntryMaybeLean(key, lean)
-	if err != nil && c.opts.Remote != nil && errors.Is(err, ErrNotFound) {
-		if re, rerr := c.fetchEntry(key); rerr == nil {
-			return re, nil
-		}
-	}
 	if err != nil {
 		return nil, &getError{key, err}
 	}
@@ -279,7 +270,8 @@ type getError struct {
 func (e *getError) Error() string { return "cache get " + e.key.Short() + ": " + e.err.Error() }
 func (e *getError) Unwrap() error { return e.err }
 
-// GetLocalEntry is GetEntry without asking the remote.
+// GetLocalEntry is GetEntry: the name says, where a second cache level is
+// in reach, that it is not asked.
 func (c *Dir) GetLocalEntry(key ActionID) (*Entry, error) {
 	e, err := c.getLocalEntry(key)
 	if err != nil {
@@ -319,18 +311,18 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 	if memo != nil {
 		readAt = memo.now()
 	}
-	f, err := openObject(p)
+	f, err := OpenObject(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, ErrNotFound
 	}
-	if unusable(err) {
+	if Unusable(err) {
 		return nil, false, c.quarantinePath("entry", key.String(), p, err)
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	defer f.Close()
-	b, _, bad, err := readEntryFile(f, key)
+	b, _, bad, err := ReadEntryFile(f, key)
 	if err != nil {
 		return nil, false, err
 	}
@@ -340,7 +332,7 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 		}
 	}
 	if bad == nil {
-		e, bad = decodeEntry(b)
+		e, bad = ParseEntry(b)
 	}
 	if bad == nil && e.Key != key {
 		bad = fmt.Errorf("stored under %s but holds key %s", key.Short(), e.Key.Short())
@@ -349,24 +341,24 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 		if mayRetry {
 			return nil, true, nil
 		}
-		return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+		return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
 	}
 	for _, r := range entryRefs(e) {
 		if !c.HasBlob(r.d) {
 			// GC removes an entry before its blobs, so a blob gone
 			// from under an entry that is itself gone (or replaced)
 			// since we opened it is a GC race: a miss, not damage.
-			if !stillAt(f, p) {
+			if !StillAt(f, p) {
 				if mayRetry {
 					return nil, true, nil
 				}
 				return nil, false, ErrNotFound
 			}
 			bad := fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short())
-			return nil, false, c.quarantineFile("entry", key.String(), f, bad)
+			return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
 		}
 	}
-	if err := c.checkTrust(b); err != nil {
+	if err := c.CheckTrust(b); err != nil {
 		return nil, false, untrusted(err)
 	}
 	if memo != nil {
@@ -377,8 +369,8 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 	return e, false, nil
 }
 
-// stillAt reports whether the open file f is still the one at path.
-func stillAt(f *os.File, path string) bool {
+// StillAt reports whether the open file f is still the one at path.
+func StillAt(f *os.File, path string) bool {
 	a, err := f.Stat()
 	if err != nil {
 		return false
@@ -389,3 +381,28 @@ func stillAt(f *os.File, path string) bool {
 
 // untrusted marks err (which wraps ErrUntrusted) as a miss too.
 func untrusted(err error) error { return fmt.Errorf("%w (%w)", err, ErrNotFound) }
+
+// EntryKeys lists the keys of the entries in the local cache, in no
+// particular order. Files that are not entries are ignored.
+func (c *Dir) EntryKeys() ([]ActionID, error) {
+	var keys []ActionID
+	shards, err := os.ReadDir(filepath.Join(c.root, ACDir))
+	if err != nil {
+		return nil, err
+	}
+	for _, sh := range shards {
+		if !sh.IsDir() {
+			continue
+		}
+		names, err := os.ReadDir(filepath.Join(c.root, ACDir, sh.Name()))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		for _, n := range names {
+			if k, err := ParseActionID(n.Name()); err == nil && n.Type().IsRegular() {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys, nil
+}

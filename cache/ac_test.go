@@ -95,7 +95,7 @@ func TestInlineEntryNeedsNoBlobs(t *testing.T) {
 	if rep.ExitCode() != 0 || len(rep.Problems) != 0 || rep.Entries != 1 || rep.Blobs != 2 {
 		t.Errorf("Verify of a cache with an inline entry: %+v, want 1 entry, 2 blobs, no problems", rep)
 	}
-	if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 0 {
+	if q := listDir(t, filepath.Join(c.Root(), QuarantineDir)); len(q) != 0 {
 		t.Errorf("quarantine/ holds %q", q)
 	}
 }
@@ -286,7 +286,7 @@ func TestPutEntryReplacesCorrupt(t *testing.T) {
 	if _, err := c.GetEntry(e.Key); err != nil {
 		t.Errorf("GetEntry after PutEntry over a corrupt entry: %v", err)
 	}
-	if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 1 {
+	if q := listDir(t, filepath.Join(c.Root(), QuarantineDir)); len(q) != 1 {
 		t.Errorf("quarantine/ holds %q, want the corrupt entry", q)
 	}
 }

@@ -40,23 +40,23 @@ const (
 // and remove entries; objects read-only for owner and group. No world bits:
 // sharing with the group is explicit, sharing with everyone is not offered.
 const (
-	sharedDirPerm    = 0o770 // always with fs.ModeSetgid
-	sharedObjectPerm = 0o440
-	sharedRWPerm     = 0o660 // files members rewrite or lock: usage logs, lock files
+	SharedDirPerm    = 0o770 // always with fs.ModeSetgid
+	SharedObjectPerm = 0o440
+	SharedRWPerm     = 0o660 // files members rewrite or lock: usage logs, lock files
 )
 
 // perms says how the cache creates directories and files: private (modes
 // from the umask) or group-shared.
 type perms struct{ shared bool }
 
-// mkdir creates one directory. In a shared cache it gets sharedDirPerm
+// mkdir creates one directory. In a shared cache it gets SharedDirPerm
 // exactly, whatever the umask.
 func (p perms) mkdir(dir string) error {
 	if err := fsx.Get().Mkdir(dir, dirPerm); err != nil {
 		return err
 	}
 	if p.shared {
-		return fsx.Get().Chmod(dir, sharedDirPerm|fs.ModeSetgid)
+		return fsx.Get().Chmod(dir, SharedDirPerm|fs.ModeSetgid)
 	}
 	return nil
 }
@@ -86,7 +86,7 @@ func (p perms) mkdirAll(dir string) error {
 // when shared, else the temp file's umask-filtered mode without write bits.
 func (p perms) objectMode(cur fs.FileMode) fs.FileMode {
 	if p.shared {
-		return sharedObjectPerm
+		return SharedObjectPerm
 	}
 	return cur.Perm() &^ 0o222
 }
@@ -95,7 +95,7 @@ func (p perms) objectMode(cur fs.FileMode) fs.FileMode {
 // lock file): group read-write when shared, else 0o644 less the umask.
 func (p perms) rwMode() fs.FileMode {
 	if p.shared {
-		return sharedRWPerm
+		return SharedRWPerm
 	}
 	return 0o644
 }
@@ -104,30 +104,30 @@ func (p perms) rwMode() fs.FileMode {
 // directory or device instead of a regular file.
 var errNotRegular = errors.New("not a regular file")
 
-// errUnreadable reports a cache object this user may not read (a file
+// ErrUnreadable reports a cache object this user may not read (a file
 // written with the wrong mode, by hand or by a teammate's cairn that did
 // not know the cache was shared). Like a non-regular file it can never be
 // used, and since objects are write-once it would block every later put
 // of the same object, so readers quarantine it.
-var errUnreadable = errors.New("not readable by this user")
+var ErrUnreadable = errors.New("not readable by this user")
 
-// unusable reports whether an error from openObject means the path holds
+// Unusable reports whether an error from OpenObject means the path holds
 // something no reader can use, to be quarantined, rather than an I/O
 // failure that says nothing about the object.
-func unusable(err error) bool {
-	return errors.Is(err, errNotRegular) || errors.Is(err, errUnreadable)
+func Unusable(err error) bool {
+	return errors.Is(err, errNotRegular) || errors.Is(err, ErrUnreadable)
 }
 
-// openObject opens a cache object for reading without following a symlink
+// OpenObject opens a cache object for reading without following a symlink
 // or blocking on a FIFO planted in its place (by a careless or hostile
 // writer of a shared cache), and checks it is a regular file.
-func openObject(path string) (*os.File, error) {
+func OpenObject(path string) (*os.File, error) {
 	f, err := openNoFollowFile(path)
 	if errors.Is(err, syscall.ELOOP) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: errNotRegular}
 	}
 	if errors.Is(err, fs.ErrPermission) {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: errUnreadable}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: ErrUnreadable}
 	}
 	if err != nil {
 		return nil, err
@@ -393,45 +393,6 @@ func linkBack(src, dst string) error {
 	return err
 }
 
-// createAppend creates a new file that its creator appends to (a usage
-// session log), failing if it exists. In a shared cache it gets exactly
-// p.rwMode(), whatever the umask, so teammates' GC can read it.
-func createAppend(path string, p perms) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, p.rwMode())
-	if err != nil {
-		return nil, err
-	}
-	if p.shared {
-		if err := f.Chmod(p.rwMode()); err != nil {
-			f.Close()
-			os.Remove(path)
-			return nil, err
-		}
-	}
-	return f, nil
-}
-
-// ensureRWFile creates path, if missing, as a file every member of a shared
-// cache can open read-write (a lock file: flock needs it open, and O_RDWR
-// is what NFS and some platforms need for an exclusive lock), with exactly
-// p.rwMode() in a shared cache. An existing file is left as it is.
-func ensureRWFile(path string, p perms) error {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, p.rwMode())
-	if errors.Is(err, fs.ErrExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if p.shared {
-		err = f.Chmod(p.rwMode())
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // touch sets path's modification time to t, leaving its access time. It
 // works only on files this user owns (or may write); callers treat failure
 // as harmless.
@@ -443,28 +404,11 @@ func touch(path string, t time.Time) error { return os.Chtimes(path, time.Time{}
 // reference it. Objects other users own stay as they are.
 func touchObject(path string) { touch(path, time.Now()) }
 
-// removeFile removes one file or empty directory for GC or repair. A file
-// already gone is success: another GC or a quarantine removed it first.
-func removeFile(path string) error {
-	if err := failpoint.Hit("gc.unlink"); err != nil {
-		return err
-	}
-	err := fsx.Get().Remove(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	return err
-}
-
-// removeTree removes a directory and everything in it, for a directory
-// left where only files belong (tmp/). Gone already is success.
-func removeTree(path string) error { return os.RemoveAll(path) }
-
-// chmodOwned gives the file or directory at path exactly mode, if it is
+// ChmodOwned gives the file or directory at path exactly mode, if it is
 // still the one described by was (not swapped for a symlink to something
 // else since) and this user owns it. It opens without following symlinks
 // and changes the mode through the open descriptor.
-func chmodOwned(path string, was fs.FileInfo, mode fs.FileMode) error {
+func ChmodOwned(path string, was fs.FileInfo, mode fs.FileMode) error {
 	f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// openNoFollow makes openObject refuse symlinks (ELOOP) and not block on
+// openNoFollow makes OpenObject refuse symlinks (ELOOP) and not block on
 // FIFOs.
 const openNoFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
@@ -29,7 +29,7 @@ func renameNoReplace(src, dst string) (existed bool, err error) {
 // openNoFollowFile opens path read-only with openNoFollow, then puts the
 // descriptor back in blocking mode: os.NewFile then leaves Go's poller
 // alone (os.OpenFile would spend five system calls failing to register a
-// regular file with it). openObject reads only regular files, which never
+// regular file with it). OpenObject reads only regular files, which never
 // block.
 func openNoFollowFile(path string) (*os.File, error) {
 	var fd int

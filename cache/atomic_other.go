@@ -7,7 +7,7 @@ import (
 	"os"
 )
 
-// openNoFollow: elsewhere openObject relies on its regular-file check.
+// openNoFollow: elsewhere OpenObject relies on its regular-file check.
 const openNoFollow = 0
 
 // renameNoReplace is unavailable off Linux: a plain rename could replace an

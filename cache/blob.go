@@ -165,7 +165,7 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 			return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 		}
 		if !expect.IsZero() && d != expect {
-			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+			return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), ErrWrongContent)
 		}
 		b := &PendingBlob{Digest: d, Size: n, c: c}
 		if n <= InlineMax {
@@ -224,7 +224,7 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 		return nil, fmt.Errorf("read %d bytes, want %d: file changed while being stored", n, want)
 	}
 	if !expect.IsZero() && d != expect {
-		return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), errWrongContent)
+		return nil, fmt.Errorf("content hashes to %s, want %s: %w", d.Short(), expect.Short(), ErrWrongContent)
 	}
 	ok = true
 	return &PendingBlob{Digest: d, Size: n, c: c, t: t, compressed: compressed}, nil
@@ -292,7 +292,7 @@ func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) er
 				touchObject(p)
 				return nil // keep the existing copy: first writer wins
 			}
-			c.quarantine("blob", d.String(), p, st, fmt.Errorf("found %v of %d bytes", st.Mode().Type(), st.Size()))
+			c.Quarantine("blob", d.String(), p, st, fmt.Errorf("found %v of %d bytes", st.Mode().Type(), st.Size()))
 			continue
 		}
 		existed, err := publish(t, dst)
@@ -363,11 +363,11 @@ func (c *Dir) statBlob(d Digest) (string, bool) {
 func (c *Dir) openBlob(d Digest) (f *os.File, compressed bool, err error) {
 	for _, compressed := range []bool{false, true} {
 		p := c.blobPath(d, compressed)
-		f, err := openObject(p)
+		f, err := OpenObject(p)
 		if err == nil {
 			return f, compressed, nil
 		}
-		if unusable(err) {
+		if Unusable(err) {
 			return nil, false, c.quarantinePath("blob", d.String(), p, err)
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -412,17 +412,17 @@ func (c *Dir) CopyEntryBlob(w io.Writer, e *Entry, d Digest) error {
 		if err != nil {
 			return fmt.Errorf("cache get %s: %w", d.Short(), err)
 		}
-		bad, err := c.readVerified(io.Discard, f, compressed, d)
+		bad, err := c.ReadVerified(io.Discard, f, compressed, d)
 		if err == nil && bad != nil && try == 0 {
 			f.Close()
 			continue
 		}
 		if err == nil && bad != nil {
-			err = c.quarantineFile("blob", d.String(), f, bad)
+			err = c.QuarantineFile("blob", d.String(), f, bad)
 		}
 		if err == nil {
 			if _, err = f.Seek(0, io.SeekStart); err == nil {
-				if bad, err = c.readVerified(w, f, compressed, d); err == nil && bad != nil {
+				if bad, err = c.ReadVerified(w, f, compressed, d); err == nil && bad != nil {
 					err = fmt.Errorf("%w: changed while being copied: %v", ErrCorrupt, bad)
 				}
 			}
@@ -451,13 +451,13 @@ func (c *Dir) ReadBlob(d Digest) ([]byte, error) {
 				buf.Grow(int(st.Size()))
 			}
 		}
-		bad, err := c.readVerified(&buf, f, compressed, d)
+		bad, err := c.ReadVerified(&buf, f, compressed, d)
 		if err == nil && bad != nil && try == 0 {
 			f.Close()
 			continue
 		}
 		if err == nil && bad != nil {
-			err = c.quarantineFile("blob", d.String(), f, bad)
+			err = c.QuarantineFile("blob", d.String(), f, bad)
 		}
 		f.Close()
 		if err != nil {
@@ -471,7 +471,7 @@ func (c *Dir) ReadBlob(d Digest) ([]byte, error) {
 // hashing. It separates two kinds of failure: err is an I/O error (reading
 // f or writing w) and says nothing about the blob; bad says the blob itself
 // is wrong (undecodable, or the wrong digest).
-func (c *Dir) readVerified(w io.Writer, f *os.File, compressed bool, d Digest) (bad, err error) {
+func (c *Dir) ReadVerified(w io.Writer, f *os.File, compressed bool, d Digest) (bad, err error) {
 	src := &recordingReader{r: f}
 	var r io.Reader = src
 	if compressed {

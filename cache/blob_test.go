@@ -152,7 +152,7 @@ func TestPutRepairsDamagedCopy(t *testing.T) {
 				if err != nil || !bytes.Equal(got, content) {
 					t.Fatalf("ReadBlob after repairing put = %d bytes, %v", len(got), err)
 				}
-				if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 1 {
+				if q := listDir(t, filepath.Join(c.Root(), QuarantineDir)); len(q) != 1 {
 					t.Errorf("quarantine/ holds %q, want the damaged copy", q)
 				}
 				assertNoTemps(t, c)
@@ -325,7 +325,7 @@ func TestPutReaderError(t *testing.T) {
 				t.Errorf("PutReader = %v, want %v", err, boom)
 			}
 			assertNoTemps(t, c)
-			if got := listDir(t, filepath.Join(c.Root(), casDir)); len(got) != 0 {
+			if got := listDir(t, filepath.Join(c.Root(), CASDir)); len(got) != 0 {
 				t.Errorf("cas/ holds %q after a failed put", got)
 			}
 		})
@@ -366,7 +366,7 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 func assertNoTemps(t *testing.T, c *Dir) {
 	t.Helper()
 	c.Close()
-	if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
+	if got := listDir(t, filepath.Join(c.Root(), TempDir)); len(got) != 0 {
 		t.Errorf("tmp/ holds %q, want empty", got)
 	}
 }

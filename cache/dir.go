@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,21 +11,25 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
-	"sync/atomic"
+	"time"
 )
 
 // Names inside the cache root. FORMAT.md describes each.
 const (
-	formatName     = "format"       // holds formatContent
-	tagName        = "CACHEDIR.TAG" // tells backup tools to skip the cache
-	casDir         = "cas"          // blobs: cas/<2 hex>/<64 hex>[.zst]
-	acDir          = "ac"           // entries: ac/<2 hex>/<64 hex>
-	tmpDir         = "tmp"          // temp files being written
-	quarantineDir  = "quarantine"   // objects that failed verification
-	zstSuffix      = ".zst"
-	formatContent  = "cairn-cache 1\n"
-	cacheDirTagSig = "Signature: 8a477f597d28d172789f06886806bc55"
+	FormatFile       = "format"       // holds formatContent
+	tagName          = "CACHEDIR.TAG" // tells backup tools to skip the cache
+	CASDir           = "cas"          // blobs: cas/<2 hex>/<64 hex>[.zst]
+	ACDir            = "ac"           // entries: ac/<2 hex>/<64 hex>
+	TempDir          = "tmp"          // temp files being written
+	QuarantineDir    = "quarantine"   // objects that failed verification
+	CompressedSuffix = ".zst"
+	formatContent    = "cairn-cache 1\n"
+	cacheDirTagSig   = "Signature: 8a477f597d28d172789f06886806bc55"
 )
+
+// TempGrace is how old a temp file must be before GC removes it (or
+// Verify reports it as an orphan): longer than any write takes.
+const TempGrace = time.Hour
 
 // cacheDirTag follows https://bford.info/cachedir/ so tar --exclude-caches,
 // restic and borg skip the cache.
@@ -36,7 +39,7 @@ const cacheDirTag = cacheDirTagSig + "\n" +
 	"#\thttps://bford.info/cachedir/\n"
 
 // Dir is a content-addressed blob store plus an action cache in one
-// directory, optionally backed by a [Remote]. It holds no locks, and no
+// directory (package remote puts a second level behind it). It holds no locks, and no
 // open file but the pack its entry puts append to, until [Dir.Close]: a
 // *Dir is safe for concurrent use by many goroutines, and many
 // processes (on many machines, as many users) may use the same directory at
@@ -50,37 +53,13 @@ type Dir struct {
 	// marker, which Verify with Repair rewrites.
 	damagedFormat bool
 
-	remote *remoteCounters
-	// remoteCtx, if set, ends downloads from the remote once it is done
-	// (see SetRemoteContext).
-	remoteCtx atomic.Pointer[context.Context]
-	memo      *EntryMemo // nil: every entry is read in full
-	packs     packWriter // the pack this Dir's entry puts append to (pack.go)
-	acFD      struct {   // the action cache directory, open (stamp_linux.go)
+	memo  *EntryMemo // nil: every entry is read in full
+	packs packWriter // the pack this Dir's entry puts append to (pack.go)
+	acFD  struct {   // the action cache directory, open (stamp_linux.go)
 		once    sync.Once
 		fd      int
 		cleanup runtime.Cleanup
 	}
-}
-
-// SetRemoteContext makes downloads from the remote (an entry and its
-// blobs filling a local miss) give up once ctx is done: the lookup is then
-// a miss. An interrupted run sets it so that a slow remote body does not
-// hold it up. nil restores the default (downloads are never cancelled).
-func (c *Dir) SetRemoteContext(ctx context.Context) {
-	if ctx == nil {
-		c.remoteCtx.Store(nil)
-		return
-	}
-	c.remoteCtx.Store(&ctx)
-}
-
-// fetchContext is the context downloads from the remote run under.
-func (c *Dir) fetchContext() context.Context {
-	if p := c.remoteCtx.Load(); p != nil {
-		return *p
-	}
-	return context.Background()
 }
 
 // UseEntryMemo makes GetEntryLean answer from m for entries whose file has
@@ -97,11 +76,6 @@ type Options struct {
 	// cairn keeps the modes right once one of them set it up.
 	Shared bool
 
-	// Remote, if set, is asked on a local miss, and receives every entry
-	// PutEntry stores (blobs first), unless RemoteReadOnly.
-	Remote         Remote
-	RemoteReadOnly bool
-
 	// SigningKey, if set, signs every entry written (HMAC-SHA256 over its
 	// body) and checks the signature of every entry read.
 	SigningKey []byte
@@ -114,8 +88,8 @@ type Options struct {
 	// check the objects and, with Repair, rewrite the marker.
 	AllowDamagedFormat bool
 
-	// Warn receives one-line warnings (a remote unreachable, an untrusted
-	// entry, a world-writable root). Nil discards them.
+	// Warn receives one-line warnings (an untrusted entry, a
+	// world-writable root). Nil discards them.
 	Warn func(msg string)
 }
 
@@ -138,7 +112,7 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	if o.RequireSigned && len(o.SigningKey) == 0 {
 		return nil, fmt.Errorf("cache open %s: require_signed is set but no signing key is: set CAIRN_CACHE_SIGNING_KEY", abs)
 	}
-	c := &Dir{root: abs, opts: o, remote: new(remoteCounters)}
+	c := &Dir{root: abs, opts: o}
 	if len(o.SigningKey) > 0 {
 		c.sign = newSigner(o.SigningKey)
 	}
@@ -147,6 +121,18 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	}
 	return c, nil
 }
+
+// RWMode is the mode of a file rewritten in place in the cache (a usage
+// log, a lock file).
+func (c *Dir) RWMode() fs.FileMode { return c.perms.rwMode() }
+
+// Mkdir creates dir, inside the cache, with the cache's modes if it is
+// missing, and reports whether it did.
+func (c *Dir) Mkdir(dir string) (created bool, err error) { return mkdirIfMissing(dir, c.perms) }
+
+// DamagedFormat reports whether the cache was opened over a damaged format
+// marker (Options.AllowDamagedFormat), which RewriteFormat mends.
+func (c *Dir) DamagedFormat() bool { return c.damagedFormat }
 
 // Shared reports whether the cache is group-shared: directories setgid and
 // group-writable, objects group-readable, whatever each user's umask.
@@ -171,7 +157,7 @@ func (c *Dir) init(shared bool) error {
 	if st.Mode()&fs.ModeSetgid != 0 {
 		c.perms.shared = true
 	} else if shared {
-		if err := os.Chmod(c.root, sharedDirPerm|fs.ModeSetgid); err != nil {
+		if err := os.Chmod(c.root, SharedDirPerm|fs.ModeSetgid); err != nil {
 			return fmt.Errorf("make the cache group-shared: %w (the owner of %s can run: cairn cache init --shared)", err, c.root)
 		}
 	}
@@ -186,7 +172,7 @@ func (c *Dir) init(shared bool) error {
 		c.damagedFormat = true
 	}
 	created := false
-	for _, d := range []string{tmpDir, casDir, acDir, quarantineDir} {
+	for _, d := range []string{TempDir, CASDir, ACDir, QuarantineDir} {
 		made, err := mkdirIfMissing(filepath.Join(c.root, d), c.perms)
 		if err != nil {
 			return err
@@ -199,7 +185,7 @@ func (c *Dir) init(shared bool) error {
 		}
 	}
 	if !c.damagedFormat {
-		if err := c.writeOnce(formatName, []byte(formatContent)); err != nil {
+		if err := c.writeOnce(FormatFile, []byte(formatContent)); err != nil {
 			return err
 		}
 		if err := c.checkFormat(); err != nil {
@@ -212,15 +198,15 @@ func (c *Dir) init(shared bool) error {
 // checkFormat returns an error wrapping fs.ErrNotExist if there is no format
 // file, one wrapping ErrUnknownFormat if it names another format.
 func (c *Dir) checkFormat() error {
-	b, err := os.ReadFile(filepath.Join(c.root, formatName))
+	b, err := os.ReadFile(filepath.Join(c.root, FormatFile))
 	if err != nil {
 		return err
 	}
 	if !bytes.Equal(b, []byte(formatContent)) {
 		if !formatLine.Match(b) {
-			return fmt.Errorf("%s says %q, want %q: %w (%w)", formatName, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrDamagedFormat, ErrUnknownFormat)
+			return fmt.Errorf("%s says %q, want %q: %w (%w)", FormatFile, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrDamagedFormat, ErrUnknownFormat)
 		}
-		return fmt.Errorf("%s says %q, want %q: %w", formatName, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrUnknownFormat)
+		return fmt.Errorf("%s says %q, want %q: %w", FormatFile, bytes.TrimSpace(b), formatContent[:len(formatContent)-1], ErrUnknownFormat)
 	}
 	return nil
 }
@@ -228,7 +214,7 @@ func (c *Dir) checkFormat() error {
 // hasLayout reports whether root holds a cache's object directories, so
 // that a damaged marker is taken for a cache's, not a foreign file's.
 func (c *Dir) hasLayout() bool {
-	for _, d := range []string{casDir, acDir} {
+	for _, d := range []string{CASDir, ACDir} {
 		if st, err := os.Stat(filepath.Join(c.root, d)); err == nil && st.IsDir() {
 			return true
 		}
@@ -240,9 +226,9 @@ func (c *Dir) hasLayout() bool {
 // else is a damaged marker, not another format.
 var formatLine = regexp.MustCompile(`^cairn-cache [0-9]+\n$`)
 
-// rewriteFormat replaces a damaged format marker with this version's.
-func (c *Dir) rewriteFormat() error {
-	t, err := c.newTemp(formatName)
+// RewriteFormat replaces a damaged format marker with this version's.
+func (c *Dir) RewriteFormat() error {
+	t, err := c.newTemp(FormatFile)
 	if err != nil {
 		return err
 	}
@@ -253,7 +239,7 @@ func (c *Dir) rewriteFormat() error {
 	if err := t.commit(); err != nil {
 		return err
 	}
-	if err := os.Rename(t.path, filepath.Join(c.root, formatName)); err != nil {
+	if err := os.Rename(t.path, filepath.Join(c.root, FormatFile)); err != nil {
 		return err
 	}
 	t.path = ""
@@ -290,24 +276,24 @@ func (c *Dir) Root() string { return c.root }
 
 // newTemp creates a temp file under tmp/ for an object of the given kind.
 func (c *Dir) newTemp(kind string) (*tempFile, error) {
-	return createTemp(filepath.Join(c.root, tmpDir), kind+"-", tempPerm, c.perms)
+	return createTemp(filepath.Join(c.root, TempDir), kind+"-", tempPerm, c.perms)
 }
 
 // blobPath returns the path of blob d, raw or compressed.
 func (c *Dir) blobPath(d Digest, compressed bool) string {
 	suffix := ""
 	if compressed {
-		suffix = zstSuffix
+		suffix = CompressedSuffix
 	}
-	return c.objectPath(casDir, d, suffix)
+	return c.objectPath(CASDir, d, suffix)
 }
 
 // entryPath returns the path of the entry for key.
-// entryRelLen is the length of an entry's path inside acDir ("xx/<key>"):
+// entryRelLen is the length of an entry's path inside ACDir ("xx/<key>"):
 // the tail of every entryPath.
 const entryRelLen = 2 + 1 + 64
 
-func (c *Dir) entryPath(key ActionID) string { return c.objectPath(acDir, key, "") }
+func (c *Dir) entryPath(key ActionID) string { return c.objectPath(ACDir, key, "") }
 
 // objectPath is filepath.Join(root, dir, hex[:2], hex) + suffix, with hex
 // the 64 digits of sum, made in one allocation: a plan of 100,000 new

@@ -14,7 +14,7 @@
 //   - A [*Dir] is safe for concurrent use by many goroutines and by many
 //     processes, on one or many machines, sharing the same directory. Writers
 //     may duplicate work; they never corrupt each other. Reads and writes
-//     take no lock (only [Dir.GC] does, against other GCs).
+//     take no lock (only upkeep.GC does, against other GCs).
 //   - Objects are published atomically and are write-once: a reader sees an
 //     object either absent or complete, and an existing valid object is never
 //     replaced. A process appends the entries it stores to one pack file and
@@ -25,18 +25,19 @@
 //     reported as a [*CorruptError], which matches [ErrCorrupt]; callers
 //     treat it as a miss. A missing object is [ErrNotFound].
 //
-// Maintenance: [Dir.StartSession] records a process's hits, misses and puts
-// in a [Session] (advisory: GC's least-recently-used order and its
-// protection of runs in progress, and the hit rates of [Dir.Stats]);
-// [Dir.GC] evicts entries and then unreferenced blobs (gc.go);
-// [Dir.Verify] re-checks every object and can repair (verify.go).
+// This package is the store: what every run reads and writes. Keeping a
+// cache in order over time (usage sessions, GC, Verify, Stats, sharing
+// with a group) is package cache/upkeep, which reaches the store through
+// the layout names, the object reads and the quarantine exported here;
+// a second cache level behind a Dir (read-through on a miss, upload on a
+// put) is package cache/remote.
 //
 // The on-disk layout, the write protocol and the key encoding are written
 // down in FORMAT.md beside this file; change them only together with it.
 //
 // This package knows nothing about HCL, phases or processes: the engine
 // decides what goes into a key and which files are outputs. Every file
-// create, write, sync, rename and link goes through atomic.go, so
-// permissions, fault injection and alternative filesystems have one place
-// to hook in.
+// create, write, sync, rename and link of the store goes through atomic.go
+// (upkeep's through its files.go), so permissions, fault injection and
+// alternative filesystems have one place to hook in.
 package cache

@@ -180,14 +180,16 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 // a mode beyond 0o777, a file without a digest, or a symlink target that is
 // absolute or leaves the workspace. It never panics.
 func DecodeEntry(b []byte) (*Entry, error) {
-	e, err := decodeEntry(b)
+	e, err := ParseEntry(b)
 	if err != nil {
 		return nil, fmt.Errorf("decode entry: %w: %w", ErrCorrupt, err)
 	}
 	return e, nil
 }
 
-func decodeEntry(b []byte) (*Entry, error) {
+// ParseEntry is DecodeEntry with the cause alone as its error, for a
+// report that classifies it itself.
+func ParseEntry(b []byte) (*Entry, error) {
 	if len(b) > maxEntrySize {
 		return nil, fmt.Errorf("%d bytes, over the %d limit", len(b), maxEntrySize)
 	}
@@ -241,6 +243,10 @@ func decodeEntry(b []byte) (*Entry, error) {
 	}
 	return e, nil
 }
+
+// IsNewerEntry reports whether b, a stored entry, is in a format newer
+// than this cairn reads: not corrupt, to be left alone.
+func IsNewerEntry(b []byte) bool { v, ok := entryVersion(b); return ok && v > maxEntryFormat }
 
 // entryVersion returns the version number in the header line of a stored
 // entry, if the line is well formed.

@@ -118,7 +118,7 @@ func TestErrnoSweep(t *testing.T) {
 					failed++
 				}
 				c.Close() // the process is done: its pack goes
-				temps, _ := os.ReadDir(filepath.Join(root, tmpDir))
+				temps, _ := os.ReadDir(filepath.Join(root, TempDir))
 				if len(temps) > 0 && !(op == fsxtest.OpRemove || (op == fsxtest.OpClose && err == nil)) {
 					t.Errorf("%s: %d temp files left behind (%s)", name, len(temps), temps[0].Name())
 				}

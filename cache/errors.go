@@ -26,7 +26,7 @@ var ErrUnknownFormat = errors.New("unknown cache format")
 
 // ErrDamagedFormat means a cache directory's format marker names no format
 // at all (it was truncated or overwritten). Errors wrapping it also wrap
-// [ErrUnknownFormat]; [Dir.Verify] with Repair rewrites such a marker once
+// [ErrUnknownFormat]; upkeep.Verify with Repair rewrites such a marker once
 // every object verifies (see [Options.AllowDamagedFormat]).
 var ErrDamagedFormat = errors.New("damaged cache format marker")
 

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -95,4 +96,15 @@ func noPack(c *Dir) {
 	c.packs.mu.Lock()
 	c.packs.off = true
 	c.packs.mu.Unlock()
+}
+
+// testEntry returns a valid entry named by n whose outputs are files with
+// the given blobs.
+func testEntry(n string, outs ...Digest) *Entry {
+	comps := []Component{{Kind: "command", Value: n}}
+	e := &Entry{Format: EntryFormat, Key: ComputeKey(comps), Phase: "p", Components: comps}
+	for i, d := range outs {
+		e.Outputs = append(e.Outputs, OutputFile{Path: fmt.Sprintf("out%d", i), Type: TypeFile, Mode: 0o644, Digest: d})
+	}
+	return e
 }

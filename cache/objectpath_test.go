@@ -16,9 +16,9 @@ func TestObjectPath(t *testing.T) {
 	for _, root := range []string{"/", "/tmp/c", "/a b/c\u00e9"} {
 		c := &Dir{root: root}
 		tests := []struct{ got, want string }{
-			{c.entryPath(ActionID(sum)), filepath.Join(root, acDir, s[:2], s)},
-			{c.blobPath(Digest(sum), false), filepath.Join(root, casDir, s[:2], s)},
-			{c.blobPath(Digest(sum), true), filepath.Join(root, casDir, s[:2], s) + zstSuffix},
+			{c.entryPath(ActionID(sum)), filepath.Join(root, ACDir, s[:2], s)},
+			{c.blobPath(Digest(sum), false), filepath.Join(root, CASDir, s[:2], s)},
+			{c.blobPath(Digest(sum), true), filepath.Join(root, CASDir, s[:2], s) + CompressedSuffix},
 		}
 		for _, tt := range tests {
 			if tt.got != tt.want {

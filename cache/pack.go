@@ -46,6 +46,9 @@ const (
 	packRecHeader = 4 + 32 + 4 + 32 + 4
 	// packMaxSize is the size at which a writer starts a new pack.
 	packMaxSize = 64 << 20
+
+	// MaxPackRead bounds a read of a whole entry file, a pack included.
+	MaxPackRead = packMaxSize + maxEntrySize
 )
 
 var (
@@ -218,7 +221,7 @@ func (idx *packIndex) find(f *os.File, size int64, key ActionID) (packLoc, bool,
 // (stat fi), and the size of its record. bad is set when the pack has no
 // intact record for key (the name is then corrupt); err for an I/O error.
 func readPackedEntry(f *os.File, fi fs.FileInfo, key ActionID) (b []byte, size int64, bad, err error) {
-	dev, ino, _, ok := fileID(fi)
+	dev, ino, _, ok := FileID(fi)
 	if !ok {
 		// No inode numbers here: index the pack for this read only.
 		dev, ino = 0, 0
@@ -250,11 +253,11 @@ func readPackedEntry(f *os.File, fi fs.FileInfo, key ActionID) (b []byte, size i
 	}
 }
 
-// readEntryFile reads the stored form of key's entry from its open file f:
+// ReadEntryFile reads the stored form of key's entry from its open file f:
 // the whole file, or, if f is a pack, key's record in it. size is what the
 // entry accounts for on disk (the file's size, or its record's). bad is
 // set for a pack without an intact record for key; err for a read error.
-func readEntryFile(f *os.File, key ActionID) (b []byte, size int64, bad, err error) {
+func ReadEntryFile(f *os.File, key ActionID) (b []byte, size int64, bad, err error) {
 	head := make([]byte, 4096)
 	n, err := io.ReadFull(f, head)
 	switch {

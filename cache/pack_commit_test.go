@@ -226,7 +226,7 @@ func TestPackStaleIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, ino, _, ok := fileID(st)
+	dev, ino, _, ok := FileID(st)
 	if !ok {
 		t.Skip("no inode numbers on this platform")
 	}
@@ -254,8 +254,8 @@ func TestPackStaleIndex(t *testing.T) {
 			t.Errorf("name of %s: %v", e.Key.Short(), err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(c.Root(), quarantineDir)); err == nil {
-		if des, _ := os.ReadDir(filepath.Join(c.Root(), quarantineDir)); len(des) > 0 {
+	if _, err := os.Stat(filepath.Join(c.Root(), QuarantineDir)); err == nil {
+		if des, _ := os.ReadDir(filepath.Join(c.Root(), QuarantineDir)); len(des) > 0 {
 			t.Errorf("quarantine/ holds %d files after reads through a stale index", len(des))
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

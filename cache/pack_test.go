@@ -47,7 +47,7 @@ func entryInode(t *testing.T, c *Dir, key ActionID) (ino, nlink uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ino, nlink, ok := fileID(st)
+	_, ino, nlink, ok := FileID(st)
 	if !ok {
 		t.Skip("no inode numbers on this platform")
 	}
@@ -162,7 +162,7 @@ func TestPackFirstWriterWins(t *testing.T) {
 	i1, _ := entryInode(t, c1, e.Key)
 	if st, err := os.Lstat(c2.packs.cur.t.path); err != nil {
 		t.Fatal(err)
-	} else if _, i2, _, _ := fileID(st); i2 == i1 {
+	} else if _, i2, _, _ := FileID(st); i2 == i1 {
 		t.Errorf("both writers used one pack")
 	}
 }
@@ -293,7 +293,7 @@ func TestPackFallbacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := &fsxtest.Fault{Base: fsx.OS{}, Op: fsxtest.OpLink, N: 1, Err: syscall.EPERM, Match: string(filepath.Separator) + acDir + string(filepath.Separator)}
+		f := &fsxtest.Fault{Base: fsx.OS{}, Op: fsxtest.OpLink, N: 1, Err: syscall.EPERM, Match: string(filepath.Separator) + ACDir + string(filepath.Separator)}
 		restore := fsx.Set(f)
 		e1, e2 := testEntry("refused 1", d), testEntry("refused 2", d)
 		err1, err2 := c.PutEntry(e1), c.PutEntry(e2)
@@ -306,7 +306,7 @@ func TestPackFallbacks(t *testing.T) {
 		}
 		// The pack that could not be linked is closed and unnamed at
 		// once, not kept open until Close (a crash would leave it).
-		if got := listDir(t, filepath.Join(c.Root(), tmpDir)); len(got) != 0 {
+		if got := listDir(t, filepath.Join(c.Root(), TempDir)); len(got) != 0 {
 			t.Errorf("tmp/ holds %q after packing was found impossible, want empty before Close", got)
 		}
 		for _, e := range []*Entry{e1, e2} {
@@ -326,7 +326,7 @@ func TestPackFallbacks(t *testing.T) {
 		if err := c.PutEntry(e0); err != nil {
 			t.Fatal(err)
 		}
-		f := &fsxtest.Fault{Base: fsx.OS{}, Op: fsxtest.OpLink, N: 1, Err: syscall.EMLINK, Match: string(filepath.Separator) + acDir + string(filepath.Separator)}
+		f := &fsxtest.Fault{Base: fsx.OS{}, Op: fsxtest.OpLink, N: 1, Err: syscall.EMLINK, Match: string(filepath.Separator) + ACDir + string(filepath.Separator)}
 		restore := fsx.Set(f)
 		e1 := testEntry("mlink 1", d)
 		err = c.PutEntry(e1)
@@ -703,7 +703,7 @@ func FuzzPackRecord(f *testing.F) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				b, _, bad, err := readEntryFile(fh, k)
+				b, _, bad, err := ReadEntryFile(fh, k)
 				fh.Close()
 				if err != nil {
 					t.Fatalf("readEntryFile: %v", err)

@@ -18,8 +18,8 @@ func TestQuarantineMovesObject(t *testing.T) {
 	}
 	defer f.Close()
 	cause := errors.New("bad")
-	ce := c.quarantineFile("blob", d.String(), f, cause)
-	if ce.Moved == "" || filepath.Dir(ce.Moved) != filepath.Join(c.Root(), quarantineDir) {
+	ce := c.QuarantineFile("blob", d.String(), f, cause)
+	if ce.Moved == "" || filepath.Dir(ce.Moved) != filepath.Join(c.Root(), QuarantineDir) {
 		t.Errorf("Moved = %q, want a path in quarantine/", ce.Moved)
 	}
 	if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
@@ -43,14 +43,14 @@ func TestQuarantineSparesReplacement(t *testing.T) {
 	}
 	defer bad.Close()
 	st, _ := bad.Stat()
-	ce := c.quarantine("blob", d.String(), p, st, errors.New("bad"))
+	ce := c.Quarantine("blob", d.String(), p, st, errors.New("bad"))
 	if ce.Moved != "" {
 		t.Errorf("Moved = %q, want empty: the good copy must stay", ce.Moved)
 	}
 	if b, err := os.ReadFile(p); err != nil || string(b) != "good" {
 		t.Errorf("object = %q, %v; want the good copy in place", b, err)
 	}
-	if q := listDir(t, filepath.Join(c.Root(), quarantineDir)); len(q) != 0 {
+	if q := listDir(t, filepath.Join(c.Root(), QuarantineDir)); len(q) != 0 {
 		t.Errorf("quarantine/ holds %q, want empty", q)
 	}
 }
@@ -68,7 +68,7 @@ func TestQuarantineRecreatesDir(t *testing.T) {
 	t.Parallel()
 	c := newDir(t)
 	d, _ := c.PutBytes([]byte("x"))
-	os.Remove(filepath.Join(c.Root(), quarantineDir))
+	os.Remove(filepath.Join(c.Root(), QuarantineDir))
 	ce := c.quarantinePath("blob", d.String(), c.blobPath(d, false), errors.New("bad"))
 	if ce.Moved == "" {
 		t.Error("not moved when quarantine/ was missing")

@@ -194,7 +194,7 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 		if mayRetry {
 			return true, nil
 		}
-		return false, c.quarantineFile("blob", d.String(), f, bad)
+		return false, c.QuarantineFile("blob", d.String(), f, bad)
 	}
 	err = t.Chmod(perm)
 	if cerr := t.Close(); err == nil {
@@ -226,7 +226,7 @@ func (c *Dir) copyVerified(t, f *os.File, compressed bool, raw fs.FileInfo, d Di
 			return bad, err
 		}
 	}
-	return c.readVerified(t, f, compressed, d)
+	return c.ReadVerified(t, f, compressed, d)
 }
 
 // blobMemo returns the memo whose verified blobs restores may copy

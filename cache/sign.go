@@ -73,7 +73,7 @@ func splitSig(b []byte) (signed, mac []byte, err error) {
 // checkTrust says whether a stored entry may be used under the directory's
 // signing policy: always when signatures are not required; otherwise only
 // with a signature that checks under the key. The error wraps ErrUntrusted.
-func (c *Dir) checkTrust(b []byte) error {
+func (c *Dir) CheckTrust(b []byte) error {
 	if !c.opts.RequireSigned {
 		return nil
 	}

@@ -66,7 +66,7 @@ func TestStageFile(t *testing.T) {
 
 func countTemps(t *testing.T, c *Dir) int {
 	t.Helper()
-	ents, err := os.ReadDir(filepath.Join(c.Root(), tmpDir))
+	ents, err := os.ReadDir(filepath.Join(c.Root(), TempDir))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

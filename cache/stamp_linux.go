@@ -24,9 +24,9 @@ func stampOf(fi fs.FileInfo) (entryStamp, bool) {
 	}, true
 }
 
-// fileID returns the device and inode numbers and the link count of a
+// FileID returns the device and inode numbers and the link count of a
 // file: packs (pack.go) are indexed, and counted once, by them.
-func fileID(fi fs.FileInfo) (dev, ino, nlink uint64, ok bool) {
+func FileID(fi fs.FileInfo) (dev, ino, nlink uint64, ok bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return 0, 0, 0, false
@@ -71,7 +71,7 @@ func (c *Dir) entryStamp(rel, path string) (entryStamp, bool) {
 func (c *Dir) acDirFD() int {
 	c.acFD.once.Do(func() {
 		c.acFD.fd = -1
-		fd, err := unix.Open(filepath.Join(c.root, acDir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Open(filepath.Join(c.root, ACDir), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return
 		}

@@ -9,9 +9,9 @@ import "io/fs"
 // nothing and every object is read and verified.
 func stampOf(fs.FileInfo) (entryStamp, bool) { return entryStamp{}, false }
 
-// fileID is not known here: packs are then indexed for one read at a time,
+// FileID is not known here: packs are then indexed for one read at a time,
 // and counted once per name.
-func fileID(fs.FileInfo) (dev, ino, nlink uint64, ok bool) { return 0, 0, 0, false }
+func FileID(fs.FileInfo) (dev, ino, nlink uint64, ok bool) { return 0, 0, 0, false }
 
 // entryStamp is not known here (see stampOf).
 func (c *Dir) entryStamp(rel, path string) (entryStamp, bool) { return entryStamp{}, false }

@@ -36,7 +36,7 @@ func BenchmarkRunCold(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		e := New(sp, c, Config{Executor: &local.Executor{}})
+		e := New(sp, tiered(c), Config{Executor: &local.Executor{}})
 		b.StartTimer()
 		res, err := e.Run(b.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
 		if err != nil || res.Status != runrec.RunSucceeded {
@@ -62,7 +62,7 @@ func BenchmarkRunNoop(b *testing.B) {
 		b.Fatal(err)
 	}
 	run := func() {
-		res, err := New(sp, c, Config{Executor: &local.Executor{}}).Run(b.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
+		res, err := New(sp, tiered(c), Config{Executor: &local.Executor{}}).Run(b.Context(), RunOptions{Request: runrec.Request{Jobs: 2}})
 		if err != nil || res.Status != runrec.RunSucceeded {
 			b.Fatalf("run: %v %v", err, res)
 		}

@@ -52,7 +52,7 @@ func BenchmarkLoadAndPlan1000(b *testing.B) {
 		if diags.HasErrors() {
 			b.Fatal(diags.Error())
 		}
-		return New(sp, c, Config{})
+		return New(sp, tiered(c), Config{})
 	}
 	// Warm the digest memory once.
 	e := load()
@@ -93,7 +93,7 @@ func BenchmarkComponents(b *testing.B) {
 		b.Fatal(diags.Error())
 	}
 	c, _ := cache.Open(filepath.Join(b.TempDir(), "cache"))
-	e := New(sp, c, Config{})
+	e := New(sp, tiered(c), Config{})
 	p := sp.Phase("p")
 	for b.Loop() {
 		comps, err := e.components(p, nil)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -20,7 +21,7 @@ type CheckoutResult struct {
 // Checkout restores into the workspace the outputs that the phases of
 // run st produced or found cached, from cache c, without running
 // anything. Outputs already in place are left alone.
-func Checkout(ws Workspace, c *cache.Dir, st *runrec.RunState) (*CheckoutResult, error) {
+func Checkout(ws Workspace, c *remote.Tiered, st *runrec.RunState) (*CheckoutResult, error) {
 	lock, err := ws.TryLock("checkout")
 	if err != nil {
 		return nil, err

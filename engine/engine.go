@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
+	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -21,7 +23,7 @@ import (
 type Engine struct {
 	spec  *spec.Spec
 	ws    Workspace
-	cache *cache.Dir
+	cache *remote.Tiered
 	mem   *Memory
 	exec  executor.Executor
 	rep   Reporter
@@ -31,7 +33,7 @@ type Engine struct {
 	lastKeys    *keyIndex
 	phaseKeys   *phaseKeys
 	entries     *cache.EntryMemo // nil without a cache
-	session     *cache.Session   // records the run's hits and puts for gc and stats; nil when planning
+	session     *upkeep.Session  // records the run's hits and puts for gc and stats; nil when planning
 	// work, set while Run runs, is done once the run is interrupted: the
 	// engine's own long steps (hashing, restoring, downloading) stop then.
 	work     context.Context
@@ -84,7 +86,7 @@ func LoadMemories(dir string) *Memories {
 }
 
 // New returns an engine for s (whose workspace is s.Dir) on cache c.
-func New(s *spec.Spec, c *cache.Dir, cfg Config) *Engine {
+func New(s *spec.Spec, c *remote.Tiered, cfg Config) *Engine {
 	e := &Engine{
 		spec:        s,
 		ws:          Workspace{Root: s.Dir, dir: &rootDir{}},
@@ -140,7 +142,7 @@ func (e *Engine) savePhaseKeys() {
 }
 
 // Cache returns the engine's cache.
-func (e *Engine) Cache() *cache.Dir { return e.cache }
+func (e *Engine) Cache() *remote.Tiered { return e.cache }
 
 // Workspace returns the engine's workspace.
 func (e *Engine) Workspace() *Workspace { return &e.ws }

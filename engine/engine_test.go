@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -108,7 +109,7 @@ func (s *setup) engine(t *testing.T, vars ...spec.VarValue) *Engine {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	return New(sp, s.cache, Config{Executor: s.exec})
+	return New(sp, tiered(s.cache), Config{Executor: s.exec})
 }
 
 func (s *setup) run(t *testing.T, opts RunOptions, vars ...spec.VarValue) *RunResult {
@@ -305,3 +306,6 @@ func TestRunHugeJobs(t *testing.T) {
 		}
 	}
 }
+
+// local is c alone, without a remote cache level.
+func tiered(c *cache.Dir) *remote.Tiered { return remote.NewTiered(c, nil, false, nil) }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -47,9 +47,9 @@ phase "c" {
 			t.Fatal(err)
 		}
 	}
-	var gcReport *cache.GCReport
+	var gcReport *upkeep.GCReport
 	testHookRestoreDecided = func(e *Engine, addr string) {
-		rep, err := s.cache.GC(cache.GCOptions{MaxAge: 24 * time.Hour})
+		rep, err := upkeep.GC(s.cache, upkeep.GCOptions{MaxAge: 24 * time.Hour})
 		if err != nil {
 			t.Errorf("gc: %v", err)
 		}

@@ -133,7 +133,7 @@ func TestLeanEntryRestoreFailsRuns(t *testing.T) {
 		t.Fatal(diags.Error())
 	}
 	log := &eventLog{}
-	e := New(sp, s.cache, Config{Executor: s.exec, Reporter: log})
+	e := New(sp, tiered(s.cache), Config{Executor: s.exec, Reporter: log})
 	res, err := e.Run(t.Context(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)

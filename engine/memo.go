@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -123,7 +124,7 @@ func memoComponents(o *MemoOptions, stdin cache.Digest) ([]cache.Component, erro
 // recorded stdout and exit status without running anything; otherwise the
 // command runs, and its stdout, exit status and reported spending are
 // recorded. A command killed by a signal, or interrupted, is not recorded.
-func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error) {
+func Memo(ctx context.Context, c *remote.Tiered, o MemoOptions) (*MemoResult, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given")
 	}
@@ -184,7 +185,7 @@ func Memo(ctx context.Context, c *cache.Dir, o MemoOptions) (*MemoResult, error)
 // is one. replayed is false when the command is to run: no call was
 // recorded, or its stdout was missing, or corrupt and moved aside, and
 // nothing was replayed.
-func replayMemo(c *cache.Dir, key cache.ActionID, stdout io.Writer) (res *MemoResult, replayed bool, err error) {
+func replayMemo(c *remote.Tiered, key cache.ActionID, stdout io.Writer) (res *MemoResult, replayed bool, err error) {
 	e, err := c.GetEntry(key)
 	if err != nil {
 		return nil, false, nil
@@ -260,7 +261,7 @@ func passReport(environ []string, reportPath string) runrec.Spend {
 // in the cache: its stdout in outF (at outPath), its exit status and
 // spending in res. A stdout that could not be made durable, or that holds
 // a secret, is not recorded.
-func recordMemo(c *cache.Dir, o *MemoOptions, comps []cache.Component, res *MemoResult, outF *os.File, outPath string) error {
+func recordMemo(c *remote.Tiered, o *MemoOptions, comps []cache.Component, res *MemoResult, outF *os.File, outPath string) error {
 	if err := outF.Sync(); err != nil {
 		return nil
 	}

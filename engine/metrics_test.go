@@ -122,7 +122,7 @@ func TestMetricsRecorded(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
-		res, err := New(sp, s.cache, Config{Executor: s.exec, Reporter: log}).Run(t.Context(), RunOptions{})
+		res, err := New(sp, tiered(s.cache), Config{Executor: s.exec, Reporter: log}).Run(t.Context(), RunOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

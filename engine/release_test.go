@@ -52,7 +52,7 @@ phase "c" {
 `})
 	x := &entryCountingExec{root: s.cache.Root()}
 	sp := s.engine(t).spec
-	e := New(sp, s.cache, Config{Executor: x})
+	e := New(sp, tiered(s.cache), Config{Executor: x})
 	res, err := e.Run(t.Context(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)

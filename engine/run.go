@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -203,8 +204,10 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 // startSession tells cairn cache gc what this run uses, and cairn cache
 // stats how often it hit; it is advisory, so a failure only warns (and
 // returns nil).
-func (e *Engine) startSession(runID string) *cache.Session {
-	s, err := e.cache.StartSession("run " + runID + " " + e.ws.Root)
+func (e *Engine) startSession(runID string) *upkeep.Session {
+	// The session tells cairn cache gc what this run uses, and cairn cache
+	// stats how often it hit; it is advisory, so a failure only warns.
+	s, err := upkeep.StartSession(e.cache.Dir, "run "+runID+" "+e.ws.Root)
 	if err != nil {
 		e.rep.Report(Event{Kind: EventWarning, Message: fmt.Sprintf("cache usage not recorded (gc may evict what this run uses): %v", err), Time: e.now()})
 		return nil

@@ -195,7 +195,7 @@ func TestTimeoutExcludesWaitForUpstream(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	res, err := New(sp, s.cache, Config{Executor: ctxExec{s.exec}}).Run(t.Context(), RunOptions{})
+	res, err := New(sp, tiered(s.cache), Config{Executor: ctxExec{s.exec}}).Run(t.Context(), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

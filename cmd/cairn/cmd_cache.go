@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -91,7 +93,7 @@ that belong to other users are listed for their owner to fix.`,
 				fmt.Fprintf(out, "cache %s ready (%s)\n", c.Root(), mode)
 				return nil
 			}
-			rep, err := cache.MakeShared(dir, group)
+			rep, err := upkeep.MakeShared(dir, group)
 			if err != nil {
 				return err
 			}
@@ -122,7 +124,7 @@ func newCachePushCommand(g *globals) *cobra.Command {
 		Short: "Upload the cached results of this experiment's phases (or every entry) to the remote cache",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c *cache.Dir
+			var c *remote.Tiered
 			var keys []cache.ActionID
 			if all {
 				dir, err := g.cacheDirLoose()
@@ -226,7 +228,7 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := c.Stats(recent)
+			st, err := upkeep.StatsOf(c.Dir, recent)
 			if st == nil {
 				return err
 			}
@@ -293,13 +295,16 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 			if err != nil {
 				return err
 			}
-			opts := cache.VerifyOptions{Repair: repair}
+			opts := upkeep.VerifyOptions{Repair: repair}
+			if c.Remote() != nil {
+				opts.Refetch = c.FetchBlob
+			}
 			if subset != "" {
 				if _, err := fmt.Sscanf(subset, "%d/%d", &opts.Subset.N, &opts.Subset.M); err != nil || opts.Subset.N < 1 || opts.Subset.N > opts.Subset.M {
 					return usageError{fmt.Errorf("--subset %q: want N/M with 1 ≤ N ≤ M, like 1/10", subset)}
 				}
 			}
-			rep, err := c.Verify(opts)
+			rep, err := upkeep.Verify(c.Dir, opts)
 			if err != nil {
 				return err
 			}
@@ -336,7 +341,7 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 	return cmd
 }
 
-func verdict(rep *cache.VerifyReport) string {
+func verdict(rep *upkeep.VerifyReport) string {
 	open, fixed := 0, 0
 	for _, p := range rep.Problems {
 		if p.Repair != "" {
@@ -380,7 +385,7 @@ would go.`,
 			if maxSize == "" && maxAge == "" {
 				return usageError{fmt.Errorf("say how much to keep: --max-size SIZE (like 50G) and/or --max-age AGE (like 30d)")}
 			}
-			opts := cache.GCOptions{DryRun: dry}
+			opts := upkeep.GCOptions{DryRun: dry}
 			if maxSize != "" {
 				n, err := parseSize(maxSize)
 				if err != nil {
@@ -399,7 +404,7 @@ would go.`,
 			if err != nil {
 				return err
 			}
-			rep, gcErr := c.GC(opts)
+			rep, gcErr := upkeep.GC(c.Dir, opts)
 			if rep == nil {
 				return gcErr
 			}

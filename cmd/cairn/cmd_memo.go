@@ -7,7 +7,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -31,7 +31,7 @@ inside a "while read" loop, give cairn memo </dev/null so that it does not
 swallow the loop's input.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c *cache.Dir
+			var c *remote.Tiered
 			var err error
 			if dir := os.Getenv("CAIRN_CACHE_DIR"); dir != "" && g.CacheDir == "" {
 				c, err = g.openCache(dir, nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	htmlreport "github.com/cairn-run/cairn/report"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -105,7 +106,7 @@ func loadSpecQuietly(g *globals) (*spec.Spec, error) {
 // from the local cache (never the remote: a report does not touch the
 // network). The cache is opened on first use, and only if it exists.
 func cachedLogReader(g *globals, s *spec.Spec) func(string, *runrec.PhaseState) ([]byte, []byte, error) {
-	var c *cache.Dir
+	var c *remote.Tiered
 	var openErr error
 	opened := false
 	return func(_ string, ps *runrec.PhaseState) ([]byte, []byte, error) {
@@ -137,7 +138,7 @@ func cachedLogReader(g *globals, s *spec.Spec) func(string, *runrec.PhaseState) 
 	}
 }
 
-func openLocalCache(g *globals, s *spec.Spec) (*cache.Dir, error) {
+func openLocalCache(g *globals, s *spec.Spec) (*remote.Tiered, error) {
 	dir, err := g.cacheDir(s)
 	if err != nil {
 		return nil, err
@@ -145,9 +146,9 @@ func openLocalCache(g *globals, s *spec.Spec) (*cache.Dir, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, err
 	}
-	remote := g.RemoteCache
+	was := g.RemoteCache
 	g.RemoteCache = "off"
-	defer func() { g.RemoteCache = remote }()
+	defer func() { g.RemoteCache = was }()
 	return g.openCache(dir, s)
 }
 

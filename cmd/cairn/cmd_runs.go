@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -51,7 +52,7 @@ func (g *globals) workspace() (engine.Workspace, error) {
 // looseCache opens the cache for commands that do not need the spec: the
 // spec's cache.dir is used when the spec loads, and ignored when it does
 // not.
-func (g *globals) looseCache() (*cache.Dir, error) {
+func (g *globals) looseCache() (*remote.Tiered, error) {
 	s := g.looseSpec()
 	dir, err := g.cacheDir(s)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/runrec"
@@ -196,7 +197,7 @@ func TestCrashLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	later := time.Now().Add(2 * cache.TempGrace)
-	if _, err := c.GC(cache.GCOptions{Now: func() time.Time { return later }}); err != nil {
+	if _, err := upkeep.GC(c, upkeep.GCOptions{Now: func() time.Time { return later }}); err != nil {
 		t.Fatal(err)
 	}
 	left, _ := os.ReadDir(filepath.Join(w.cache, "tmp"))

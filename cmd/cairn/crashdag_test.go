@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 )
 
 // This file is the harness of the crash tests (RELIABILITY.md H1, H4, H5):
@@ -278,7 +279,7 @@ func (w *crashWS) verify(when string) (temps int, elapsed time.Duration) {
 	if err != nil {
 		w.t.Fatalf("%s: %v", when, err)
 	}
-	rep, err := c.Verify(cache.VerifyOptions{})
+	rep, err := upkeep.Verify(c, upkeep.VerifyOptions{})
 	if err != nil {
 		w.t.Fatalf("%s: verify: %v", when, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/internal/testkit"
 )
 
@@ -208,13 +209,13 @@ func (w *relWS) entry(key string) *cache.Entry {
 }
 
 // verify runs cache.Verify and fails on any problem.
-func (w *relWS) verify() *cache.VerifyReport {
+func (w *relWS) verify() *upkeep.VerifyReport {
 	w.t.Helper()
 	c, err := cache.Open(w.cache)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	rep, err := c.Verify(cache.VerifyOptions{})
+	rep, err := upkeep.Verify(c, upkeep.VerifyOptions{})
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
@@ -457,7 +458,7 @@ func specMemoPath(file string) string {
 // openCache opens the cache in dir with the sharing, remote and signing
 // settings of the spec (nil when there is none), the flags and the
 // environment.
-func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
+func (g *globals) openCache(dir string, s *spec.Spec) (*remote.Tiered, error) {
 	var exp spec.Experiment
 	if s != nil {
 		exp = s.Experiment
@@ -477,13 +478,15 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
 	if g.RemoteCache != "" {
 		url = g.RemoteCache
 	}
+	var backend remote.Backend
+	readOnly := false
 	if url != "" && url != "off" && url != "none" {
-		readOnly := g.RemoteReadOnly || envTrue("CAIRN_REMOTE_READ_ONLY")
+		readOnly = g.RemoteReadOnly || envTrue("CAIRN_REMOTE_READ_ONLY")
 		r, err := openRemote(url, readOnly, g.RemoteInsecure || envTrue("CAIRN_REMOTE_INSECURE"), g.warn)
 		if err != nil {
 			return nil, usageError{err}
 		}
-		o.Remote, o.RemoteReadOnly = r, readOnly
+		backend = r
 	}
 	o.AllowDamagedFormat = g.allowDamagedFormat
 	c, err := cache.OpenWith(dir, o)
@@ -498,7 +501,7 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*cache.Dir, error) {
 	g.cachesMu.Lock()
 	g.caches = append(g.caches, c)
 	g.cachesMu.Unlock()
-	return c, nil
+	return remote.NewTiered(c, backend, readOnly, g.warn), nil
 }
 
 // warn prints a one-line warning on stderr; safe from many goroutines.
