@@ -224,6 +224,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		newInitCommand(g),
 		newCheckoutCommand(g),
 		newMemoCommand(g),
+		newMemoServeCommand(g),
 		newCacheCommand(g),
 		newVersionCommand(),
 	)
