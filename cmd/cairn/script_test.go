@@ -31,6 +31,13 @@ func TestScript(t *testing.T) {
 			// Hermetic: each script has its own cache and no colour.
 			e.Setenv("CAIRN_CACHE_DIR", filepath.Join(e.WorkDir, ".cache"))
 			e.Setenv("NO_COLOR", "1")
+			// The repository's Python module, for scripts whose phases
+			// are Python (they pass_env PYTHONPATH).
+			py, err := filepath.Abs(filepath.Join("..", "..", "python"))
+			if err != nil {
+				return err
+			}
+			e.Setenv("PYTHONPATH", py)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
