@@ -1,11 +1,12 @@
-# cairn's build, test and demo targets. Only Go is needed.
+# cairn's build, test and demo targets. Only Go is needed; Python 3.9 or
+# newer, when there, also tests the Python module (python/).
 GO      ?= go
 BIN     := bin/cairn
 DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
+.PHONY: build test test-python demo-python test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
 
 # A static binary (no cgo): it starts sooner than one linked against
 # libc, which a no-op run notices. Group names of a shared cache are then
@@ -21,6 +22,13 @@ build:
 # cores.
 test:
 	$(GO) test -count=1 -timeout 20m ./...
+	@if command -v $(PYTHON) >/dev/null 2>&1; then $(MAKE) --no-print-directory test-python; \
+	else echo "make test: no $(PYTHON): the Python module's tests did not run"; fi
+
+# The Python module's unittest tests, against the cairn just built.
+PYTHON ?= python3
+test-python: build
+	CAIRN_BIN=$(CURDIR)/$(BIN) $(PYTHON) -m unittest discover -s python/tests
 
 # The same tests under the race detector. Much slower: the CLI's tests run
 # the race-instrumented test binary as cairn, hundreds of times.
@@ -44,11 +52,21 @@ demo: build
 BUDGET_DEMO := examples/llm-budget
 demo-budget: build
 	rm -rf $(BUDGET_DEMO)/.cairn $(BUDGET_DEMO)/data $(BUDGET_DEMO)/out $(CURDIR)/.demo-budget-cache
+	rm -rf $(PY_DEMO)/.cairn $(PY_DEMO)/data $(PY_DEMO)/out $(CURDIR)/.demo-python-cache
 	cd $(BUDGET_DEMO) && CAIRN_CACHE_DIR=$(CURDIR)/.demo-budget-cache sh demo.sh $(CURDIR)/$(BIN)
+
+# A sweep of fake paid models in Python: @cairn.memo, params and budget;
+# a budget stop, a rerun paying only the missing calls, a forced rerun
+# paying nothing.
+PY_DEMO := examples/python-llm
+demo-python: build
+	rm -rf $(PY_DEMO)/.cairn $(PY_DEMO)/data $(PY_DEMO)/out $(CURDIR)/.demo-python-cache
+	cd $(PY_DEMO) && CAIRN_CACHE_DIR=$(CURDIR)/.demo-python-cache sh demo.sh $(CURDIR)/$(BIN)
 
 demo-clean:
 	rm -rf $(DEMO)/.cairn $(DEMO)/data $(DEMO)/out $(DEMO_CACHE)
 	rm -rf $(BUDGET_DEMO)/.cairn $(BUDGET_DEMO)/data $(BUDGET_DEMO)/out $(CURDIR)/.demo-budget-cache
+	rm -rf $(PY_DEMO)/.cairn $(PY_DEMO)/data $(PY_DEMO)/out $(CURDIR)/.demo-python-cache
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

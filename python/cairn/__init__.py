@@ -435,6 +435,18 @@ def _memo_enabled() -> bool:
     return in_phase() or bool(os.environ.get("CAIRN_CACHE_DIR"))
 
 
+_hit_noted = threading.Event()
+
+
+def _note_hit() -> None:
+    """Report a cost of 0 at a process's first memo hit: a phase whose
+    calls were all made before spends nothing, and says so (cairn warns
+    about a phase with max_cost that reports no cost at all)."""
+    if not _hit_noted.is_set() and os.environ.get("CAIRN_REPORT"):
+        _hit_noted.set()
+        report(cost=0)
+
+
 def _qualname(fn: Callable[..., Any]) -> str:
     mod = getattr(fn, "__module__", None) or "?"
     return f"{mod}.{getattr(fn, '__qualname__', getattr(fn, '__name__', repr(fn)))}"
@@ -458,6 +470,7 @@ def _memoised(fn: Callable[..., Any], version: str, cache_exceptions: bool, name
         base = {"protocol": _PROTOCOL, "function": qualname, "version": version, "args": call_args}
         resp = _request(dict(base, op="get"))
         if resp.get("hit"):
+            _note_hit()
             if resp.get("raised"):
                 r = resp.get("result") or {}
                 raise CachedException(str(r.get("type", "?")), str(r.get("message", "")))
