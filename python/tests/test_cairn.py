@@ -60,6 +60,7 @@ class Env(unittest.TestCase):
             os.environ["CAIRN_BIN"] = CAIRN
         self.addCleanup(reset_helper)
         cairn._warned.clear()
+        cairn._hit_noted.clear()
 
     def enter_phase(self, params: Dict[str, Any] | None = None, **extra: str) -> Path:
         """Make this process look like a phase of a run; returns its report
@@ -217,7 +218,9 @@ class Memo(Env):
         self.assertEqual(ask("why"), first)
         self.assertEqual(ask(question="why", temperature=0.0), first)
         self.assertEqual(self.calls, ["why"])
-        self.assertEqual(self.report_lines(), [{"cost": 0.25, "iterations": 1}])
+        # The call is charged once; the first hit reports a cost of 0, so
+        # that a phase whose calls all hit still reports its spending.
+        self.assertEqual(self.report_lines(), [{"cost": 0.25, "iterations": 1}, {"cost": 0}])
         # The entry keeps what the call reported.
         resp = cairn._request(
             {"protocol": 1, "op": "get", "function": "tests.model", "version": "1", "args": cairn.canonical_json({"question": "why", "temperature": 0.0})}
