@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -73,7 +74,7 @@ func MemoCallKey(call MemoCall, environ []string) cache.ActionID {
 // LookupCall returns the recorded result of a memoised function call, or
 // nil when the cache has none (an entry whose result blob is missing or
 // corrupt counts as none: the call runs again).
-func LookupCall(c *cache.Dir, call MemoCall, environ []string) (*CallRecord, error) {
+func LookupCall(c *remote.Tiered, call MemoCall, environ []string) (*CallRecord, error) {
 	e, err := c.GetEntry(MemoCallKey(call, environ))
 	if errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt) {
 		return nil, nil
@@ -100,7 +101,7 @@ func LookupCall(c *cache.Dir, call MemoCall, environ []string) (*CallRecord, err
 // "" when the call is recorded, else why it is not: a result holding the
 // value of a secret_env variable is passed on to the caller but never
 // recorded. The first recorded result of a key stays (first writer wins).
-func RecordCall(c *cache.Dir, call MemoCall, rec CallRecord, environ []string) (string, error) {
+func RecordCall(c *remote.Tiered, call MemoCall, rec CallRecord, environ []string) (string, error) {
 	if !json.Valid(rec.Result) {
 		return "", errors.New("the result is not valid JSON")
 	}

@@ -49,10 +49,11 @@ func TestMemoCallKey(t *testing.T) {
 }
 
 func TestRecordAndLookupCall(t *testing.T) {
-	c, err := cache.Open(filepath.Join(t.TempDir(), "cache"))
+	dir, err := cache.Open(filepath.Join(t.TempDir(), "cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := tiered(dir)
 	env := []string{"CAIRN_SECRET_NAMES=API_KEY", "API_KEY=sk-very-secret"}
 	call := MemoCall{Function: "model.ask", Version: "1", Args: `{"q":"why"}`}
 	if rec, err := LookupCall(c, call, env); err != nil || rec != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 )
@@ -61,7 +61,7 @@ lines the call wrote). A get is answered {"hit": true, "result": ...,
 or {"reason": WHY_NOT}; a failed request {"error": MESSAGE}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var c *cache.Dir
+			var c *remote.Tiered
 			var err error
 			if dir := os.Getenv("CAIRN_CACHE_DIR"); dir != "" && g.CacheDir == "" {
 				c, err = g.openCache(dir, nil)
@@ -116,7 +116,7 @@ or {"reason": WHY_NOT}; a failed request {"error": MESSAGE}.`,
 	}
 }
 
-func serveMemo(c *cache.Dir, line []byte, environ []string) memoResponse {
+func serveMemo(c *remote.Tiered, line []byte, environ []string) memoResponse {
 	var req memoRequest
 	if err := json.Unmarshal(line, &req); err != nil {
 		return memoResponse{Error: fmt.Sprintf("not a request: %v", err)}
