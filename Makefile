@@ -52,7 +52,6 @@ demo: build
 BUDGET_DEMO := examples/llm-budget
 demo-budget: build
 	rm -rf $(BUDGET_DEMO)/.cairn $(BUDGET_DEMO)/data $(BUDGET_DEMO)/out $(CURDIR)/.demo-budget-cache
-	rm -rf $(PY_DEMO)/.cairn $(PY_DEMO)/data $(PY_DEMO)/out $(CURDIR)/.demo-python-cache
 	cd $(BUDGET_DEMO) && CAIRN_CACHE_DIR=$(CURDIR)/.demo-budget-cache sh demo.sh $(CURDIR)/$(BIN)
 
 # A sweep of fake paid models in Python: @cairn.memo, params and budget;
