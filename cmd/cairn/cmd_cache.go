@@ -12,6 +12,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/cache/upkeep"
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 )
 
@@ -176,7 +177,7 @@ func newCachePushCommand(g *globals) *cobra.Command {
 			}
 			st := c.RemoteStats()
 			fmt.Fprintf(cmd.OutOrStdout(), "pushed %s to %s (%s uploaded, the rest already there)\n",
-				plural(pushed, "entry"), c.Remote(), plural(int(st.BlobsUp), "blob"))
+				progress.Plural(pushed, "entry"), c.Remote(), progress.Plural(int(st.BlobsUp), "blob"))
 			if failed > 0 {
 				return &exitError{code: exitFailed, msg: fmt.Sprintf("%d entries could not be pushed", failed)}
 			}
@@ -210,7 +211,7 @@ the workspace is not touched: cairn run or cairn checkout restores the outputs.`
 			}
 			st := c.RemoteStats()
 			fmt.Fprintf(cmd.OutOrStdout(), "pulled %s (%s) from %s; %d to run, %d cached, %d to restore\n",
-				plural(int(st.Hits), "entry"), plural(int(st.BlobsDown), "blob"), c.Remote(), plan.Run, plan.Cached, plan.Restore)
+				progress.Plural(int(st.Hits), "entry"), progress.Plural(int(st.BlobsDown), "blob"), c.Remote(), plan.Run, plan.Cached, plan.Restore)
 			return nil
 		},
 	}
@@ -259,7 +260,7 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 			}
 			if len(st.Sessions) > 0 {
 				fmt.Fprintf(out, "hit rate    %.0f%% over the last %s (%d hits, %d misses, %d stored)\n",
-					100*st.HitRate, plural(len(st.Sessions), "run"), st.Hits, st.Misses, st.Puts)
+					100*st.HitRate, progress.Plural(len(st.Sessions), "run"), st.Hits, st.Misses, st.Puts)
 				for _, s := range st.Sessions {
 					fmt.Fprintf(out, "  %s  %-5s  %4d hits %4d misses %4d stored  %s\n",
 						s.Start.Local().Format("2006-01-02 15:04:05"), s.State, s.Hits, s.Misses, s.Puts, s.Label)
@@ -326,7 +327,7 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 					mbps = float64(rep.ReadBytes) / 1e6 / s
 				}
 				fmt.Fprintf(out, "verified %s (%d read) and %s, %s in %s (%.0f MB/s): %s\n",
-					plural(rep.Blobs, "blob"), rep.BlobsRead, plural(rep.Entries, "entry"), cache.FormatBytes(rep.Bytes),
+					progress.Plural(rep.Blobs, "blob"), rep.BlobsRead, progress.Plural(rep.Entries, "entry"), cache.FormatBytes(rep.Bytes),
 					rep.Elapsed.Round(time.Millisecond), mbps, verdict(rep))
 			}
 			if code := rep.ExitCode(); code != 0 {
@@ -354,11 +355,11 @@ func verdict(rep *upkeep.VerifyReport) string {
 	case open == 0 && fixed == 0:
 		return "no problems"
 	case open == 0:
-		return fmt.Sprintf("%s repaired", plural(fixed, "problem"))
+		return fmt.Sprintf("%s repaired", progress.Plural(fixed, "problem"))
 	case fixed > 0:
-		return fmt.Sprintf("%s repaired, %d left", plural(fixed, "problem"), open)
+		return fmt.Sprintf("%s repaired, %d left", progress.Plural(fixed, "problem"), open)
 	}
-	return fmt.Sprintf("%s; cairn cache verify --repair quarantines what is broken and fixes modes", plural(open, "problem"))
+	return fmt.Sprintf("%s; cairn cache verify --repair quarantines what is broken and fixes modes", progress.Plural(open, "problem"))
 }
 
 func shortID(id string) string {
@@ -425,8 +426,8 @@ would go.`,
 				verb = "would remove"
 			}
 			fmt.Fprintf(out, "gc %s %s and %s (%s), %d temp files; %s → %s; kept %s (%d in use by running runs)\n",
-				verb, plural(rep.EntriesRemoved, "entry"), plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.TempRemoved,
-				cache.FormatBytes(rep.BytesBefore), cache.FormatBytes(rep.BytesAfter), plural(rep.EntriesKept, "entry"), rep.Protected)
+				verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.TempRemoved,
+				cache.FormatBytes(rep.BytesBefore), cache.FormatBytes(rep.BytesAfter), progress.Plural(rep.EntriesKept, "entry"), rep.Protected)
 			for _, w := range rep.Warnings {
 				g.warn("gc: " + w)
 			}

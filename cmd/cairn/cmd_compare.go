@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -75,7 +76,7 @@ func runCompare(g *globals, opts compareOptions, args []string, out io.Writer) e
 			return rerr
 		}
 		if len(runs) < 2 {
-			return errors.New("cairn compare needs two runs, and this workspace has " + plural(len(runs), "run") + "; name them: cairn compare RUN RUN")
+			return errors.New("cairn compare needs two runs, and this workspace has " + progress.Plural(len(runs), "run") + "; name them: cairn compare RUN RUN")
 		}
 		a, b = runs[1], runs[0]
 	}
@@ -247,7 +248,7 @@ func (c *comparison) differences() int {
 func (c *comparison) writeText(w io.Writer, all bool, precision int, color bool) error {
 	n := c.differences()
 	if n == 0 && !all {
-		_, err := fmt.Fprintf(w, "runs %s and %s do not differ (%s compared; --all shows them)\n", c.a, c.b, plural(len(c.rows), "value"))
+		_, err := fmt.Fprintf(w, "runs %s and %s do not differ (%s compared; --all shows them)\n", c.a, c.b, progress.Plural(len(c.rows), "value"))
 		return err
 	}
 	rows := [][]cell{{{}, {text: "phase"}, {text: "field"}, {text: c.a}, {text: c.b}}}
@@ -258,7 +259,7 @@ func (c *comparison) writeText(w io.Writer, all bool, precision int, color bool)
 		text := func(v json.RawMessage) string {
 			if r.field == "duration" && v != nil {
 				ms, _ := strconv.ParseInt(string(v), 10, 64)
-				return fmtDuration(time.Duration(ms) * time.Millisecond)
+				return progress.FormatDuration(time.Duration(ms) * time.Millisecond)
 			}
 			return cellText(v, precision)
 		}
@@ -272,7 +273,7 @@ func (c *comparison) writeText(w io.Writer, all bool, precision int, color bool)
 	if err := writeTable(w, rows, color); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d of %s differ\n", n, plural(len(c.rows), "value"))
+	_, err := fmt.Fprintf(w, "%d of %s differ\n", n, progress.Plural(len(c.rows), "value"))
 	return err
 }
 

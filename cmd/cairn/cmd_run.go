@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 )
@@ -29,6 +30,29 @@ func (o *gateFlags) AddFlags(f *pflag.FlagSet) {
 
 func (o *gateFlags) gates() runrec.Gates {
 	return runrec.Gates{Force: o.Force, From: o.From, Until: o.Until, Only: o.Only}
+}
+
+// progressOptions are the output flags run and resume share.
+type progressOptions struct {
+	JSON    bool
+	Quiet   bool
+	Verbose bool
+}
+
+func (o *progressOptions) AddFlags(f *pflag.FlagSet) {
+	f.BoolVar(&o.JSON, "json", false, "print progress as JSON lines, one event per line")
+	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only errors, warnings and the closing line")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print what phases write, each line prefixed with [PHASE]")
+}
+
+func (o *progressOptions) check() error {
+	switch {
+	case o.Quiet && o.Verbose:
+		return usageError{fmt.Errorf("-q and -v cannot be used together")}
+	case o.JSON && (o.Quiet || o.Verbose):
+		return usageError{fmt.Errorf("--json cannot be used with -q or -v")}
+	}
+	return nil
 }
 
 type runOptions struct {
@@ -93,11 +117,11 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 	if err := po.check(); err != nil {
 		return err
 	}
-	view := newProgressView(po, out)
+	view := progress.New(out, progress.Options{JSON: po.JSON, Quiet: po.Quiet})
 	var res *engine.RunResult
 	// The view is closed however the run ends, so that a terminal is left
 	// with its cursor shown and no half-drawn line.
-	defer func() { view.close(res) }()
+	defer func() { view.Close(res) }()
 	g.makesState = true // the run makes .cairn for its record
 	s, eng, err := g.openEngine(view)
 	if err != nil {
@@ -106,14 +130,14 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 	// Warnings written to stderr (the cache's, the remote's) print above
 	// a live display rather than through it.
 	stderr := g.stderr
-	g.stderr = view.above(stderr)
+	g.stderr = view.Above(stderr)
 	defer func() { g.stderr = stderr }()
 	// Values of sensitive variables are not written to state.json: a
 	// resumed run needs them given again.
 	ro.Vars = dropSensitive(ro.Vars, s.SensitiveVars)
 	ro.Stop = g.graceful()
 	if po.Verbose {
-		ro.PhaseOutput = view.phaseOutput
+		ro.PhaseOutput = view.PhaseOutput
 	}
 	res, err = eng.Run(ctx, ro)
 	if res == nil {
@@ -142,53 +166,11 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 			if b.Len() > 0 {
 				b.WriteString("\ncairn: ")
 			}
-			fmt.Fprintf(&b, "run budget spent (%s): %s not started; raise budget.max_cost and run cairn resume to continue", fmtSpend(res.Spent), plural(res.BudgetSkipped, "phase"))
+			fmt.Fprintf(&b, "run budget spent (%s): %s not started; raise budget.max_cost and run cairn resume to continue", progress.FormatSpend(res.Spent), progress.Plural(res.BudgetSkipped, "phase"))
 		}
 		return &exitError{code: exitFailed, msg: b.String()}
 	}
 	return nil
-}
-
-// summaryLine is the closing line of a run.
-func summaryLine(res *engine.RunResult) string {
-	c := res.Counts
-	total := 0
-	for _, n := range c {
-		total += n
-	}
-	parts := []string{fmt.Sprintf("%d ran", c[runrec.StatusSucceeded]), fmt.Sprintf("%d cached", c[runrec.StatusCached]), fmt.Sprintf("%d restored", c[runrec.StatusRestored])}
-	for _, s := range []string{runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusBlocked, runrec.StatusSkipped, runrec.StatusStopped} {
-		if c[s] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
-		}
-	}
-	line := fmt.Sprintf("run %s %s: %d phases: %s in %s", res.RunID, res.Status, total, strings.Join(parts, ", "), fmtDuration(res.Duration))
-	if res.Spent != (runrec.Spend{}) {
-		line += "; spent " + fmtSpend(res.Spent)
-	}
-	if len(res.NotCached) > 0 {
-		names := make([]string, 0, len(res.NotCached))
-		for n := range res.NotCached {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		line += "; not cached (an input changed while it ran): " + strings.Join(names, ", ")
-	}
-	if res.TempRemoved > 0 {
-		line += "; removed " + plural(res.TempRemoved, "temporary output")
-	}
-	return line
-}
-
-// plural renders "1 phase", "2 phases".
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	if strings.HasSuffix(noun, "y") && !strings.HasSuffix(noun, "ay") && !strings.HasSuffix(noun, "ey") {
-		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // dropSensitive removes NAME=VALUE entries naming a sensitive variable.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -282,10 +283,10 @@ func newStatusCommand(g *globals) *cobra.Command {
 			if st.StopReason != "" {
 				fmt.Fprintf(out, " (%s)", st.StopReason)
 			}
-			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), fmtDuration(runDuration(st)))
+			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), progress.FormatDuration(runDuration(st)))
 			fmt.Fprintf(out, "%d phases: %s\n", len(st.Phases), countLine(counts(st)))
 			if t := st.Total(); t != (runrec.Spend{}) || st.MaxCost != nil {
-				line := "spent " + fmtSpend(t)
+				line := "spent " + progress.FormatSpend(t)
 				if st.MaxCost != nil {
 					line += fmt.Sprintf(" of budget %s", runrec.FormatCost(*st.MaxCost))
 				}
@@ -302,7 +303,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 				ps := st.Phases[a]
 				line := "  running " + a
 				if ps.Started != nil {
-					line += " for " + fmtDuration(time.Since(*ps.Started))
+					line += " for " + progress.FormatDuration(time.Since(*ps.Started))
 				}
 				if ps.JobID != "" {
 					line += fmt.Sprintf(" (%s job %s)", ps.Executor, ps.JobID)
@@ -383,7 +384,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 			for _, r := range runs {
 				c := counts(r)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Started.Local().Format("2006-01-02 15:04:05"), r.Status,
-					fmtDuration(runDuration(r)), c[runrec.StatusSucceeded], c[runrec.StatusCached]+c[runrec.StatusRestored], runrec.FormatCost(r.Total().Cost))
+					progress.FormatDuration(runDuration(r)), c[runrec.StatusSucceeded], c[runrec.StatusCached]+c[runrec.StatusRestored], runrec.FormatCost(r.Total().Cost))
 			}
 			tw.Flush()
 			writeTrimmed(out, buf.String())
@@ -441,7 +442,7 @@ func newShowCommand(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, st)
 			}
-			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, fmtDuration(runDuration(st)), len(st.Phases), countLine(counts(st)))
+			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, progress.FormatDuration(runDuration(st)), len(st.Phases), countLine(counts(st)))
 			addrs := showOrder(st, g.looseSpec())
 			var buf bytes.Buffer
 			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
@@ -450,7 +451,7 @@ func newShowCommand(g *globals) *cobra.Command {
 				ps := st.Phases[a]
 				dur := ""
 				if ps.DurationMS > 0 {
-					dur = fmtDuration(time.Duration(ps.DurationMS) * time.Millisecond)
+					dur = progress.FormatDuration(time.Duration(ps.DurationMS) * time.Millisecond)
 				}
 				cost := ""
 				if ps.Cost > 0 {
@@ -734,7 +735,7 @@ func newCheckoutCommand(g *globals) *cobra.Command {
 			for _, a := range res.Restored {
 				fmt.Fprintf(out, "%s: restored\n", a)
 			}
-			fmt.Fprintf(out, "checked out run %s: %s restored, %d already in place", st.RunID, plural(len(res.Restored), "phase"), res.UpToDate)
+			fmt.Fprintf(out, "checked out run %s: %s restored, %d already in place", st.RunID, progress.Plural(len(res.Restored), "phase"), res.UpToDate)
 			if len(res.NotCached) > 0 {
 				fmt.Fprintf(out, ", %d not in the cache (%s)", len(res.NotCached), strings.Join(res.NotCached, ", "))
 			}

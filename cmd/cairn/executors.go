@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
@@ -85,7 +86,7 @@ func cancelLeftJobs(cmd *cobra.Command, g *globals, ws engine.Workspace, args []
 		if err := x.Cancel(cmd.Context(), rs); err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s left by run %s (%s)\n", plural(len(rs), name+" job"), st.RunID, st.Status)
+		fmt.Fprintf(cmd.OutOrStdout(), "cancelled %s left by run %s (%s)\n", progress.Plural(len(rs), name+" job"), st.RunID, st.Status)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/creack/pty"
+
+	"github.com/cairn-run/cairn/internal/testkit"
 )
 
 // ptySpec has two phases in a row; each says it started, prints a line
@@ -93,13 +95,13 @@ func (r *ptyRun) waitOutput(re string) {
 		select {
 		case <-r.done:
 			if !rx.MatchString(r.output()) {
-				r.t.Fatalf("output ended without %q:\n%s", re, visible(r.output()))
+				r.t.Fatalf("output ended without %q:\n%s", re, testkit.Visible(r.output()))
 			}
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("no %q in the output after 60s:\n%s", re, visible(r.output()))
+			r.t.Fatalf("no %q in the output after 60s:\n%s", re, testkit.Visible(r.output()))
 		}
 	}
 }
@@ -111,7 +113,7 @@ func (r *ptyRun) wait() (string, int) {
 	select {
 	case <-r.done:
 	case <-time.After(60 * time.Second):
-		r.t.Fatalf("cairn still writing after 60s:\n%s", visible(r.output()))
+		r.t.Fatalf("cairn still writing after 60s:\n%s", testkit.Visible(r.output()))
 	}
 	err := r.cmd.Wait()
 	var ee *exec.ExitError
@@ -148,9 +150,9 @@ func TestTerminalProgress(t *testing.T) {
 		touch(t, filepath.Join(dir, "release.second"))
 		out, code := r.wait()
 		if code != 0 {
-			t.Fatalf("exit code %d, want 0:\n%s", code, visible(out))
+			t.Fatalf("exit code %d, want 0:\n%s", code, testkit.Visible(out))
 		}
-		t.Logf("output:\n%s", visible(out))
+		t.Logf("output:\n%s", testkit.Visible(out))
 
 		// Redrawn in place: back to column one, up, erase below.
 		if !strings.Contains(out, "\r"+ansi.CursorUp(2)+ansi.EraseScreenBelow) {
@@ -171,14 +173,14 @@ func TestTerminalProgress(t *testing.T) {
 		for _, re := range order {
 			loc := regexp.MustCompile(re).FindStringIndex(out[at:])
 			if loc == nil {
-				t.Fatalf("%q not found after byte %d (want, in order: %q):\n%s", re, at, order, visible(out))
+				t.Fatalf("%q not found after byte %d (want, in order: %q):\n%s", re, at, order, testkit.Visible(out))
 			}
 			at += loc[1]
 		}
 		if !regexp.MustCompile(`\r\nrun \S+ succeeded: 2 phases: 2 ran, 0 cached, 0 restored in [^\r\n]*\r\n$`).MatchString(out) {
 			t.Errorf("output does not end with the closing line:\n%q", out[max(0, len(out)-200):])
 		}
-		checkCleanEnd(t, out)
+		testkit.CheckCleanEnd(t, out)
 	})
 
 	t.Run("interrupt", func(t *testing.T) {
@@ -195,7 +197,7 @@ func TestTerminalProgress(t *testing.T) {
 		r.waitOutput(`stopping: no new phase starts`)
 		touch(t, filepath.Join(dir, "release.first"))
 		out, code := r.wait()
-		t.Logf("output:\n%s", visible(out))
+		t.Logf("output:\n%s", testkit.Visible(out))
 		if code != exitStopped {
 			t.Errorf("exit code %d, want %d", code, exitStopped)
 		}
@@ -207,24 +209,6 @@ func TestTerminalProgress(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "second.started")); err == nil {
 			t.Errorf("second started after Ctrl-C")
 		}
-		checkCleanEnd(t, out)
+		testkit.CheckCleanEnd(t, out)
 	})
-}
-
-// checkCleanEnd checks that the live region was cleared for good: the
-// cursor is shown again after it was last hidden, nothing moves the
-// cursor up after that, and the output ends with a newline.
-func checkCleanEnd(t *testing.T, out string) {
-	t.Helper()
-	hide, show := strings.LastIndex(out, ansi.HideCursor), strings.LastIndex(out, ansi.ShowCursor)
-	if hide < 0 || show < hide {
-		t.Errorf("cursor last hidden at byte %d, shown at %d: want it shown at the end", hide, show)
-		return
-	}
-	if tail := out[show:]; regexp.MustCompile(`\x1b\[\d*A`).MatchString(tail) {
-		t.Errorf("the cursor moves up after the live region was closed: %q", tail)
-	}
-	if !strings.HasSuffix(out, "\n") {
-		t.Errorf("output does not end with a newline: %q", out[max(0, len(out)-80):])
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"bytes"
@@ -35,11 +35,6 @@ func testView(color bool, width, height int) (*termView, *bytes.Buffer, *fakeClo
 	return v, &buf, clock
 }
 
-// visible shows the control characters of terminal output as text.
-func visible(s string) string {
-	return strings.NewReplacer("\x1b", `\e`, "\r", `\r`).Replace(s)
-}
-
 // midRun drives v to the middle of a five-phase run: prepare cached,
 // fetch succeeded with spending, train on its second attempt with
 // spending reported, eval running, report waiting.
@@ -74,7 +69,7 @@ func TestTermFrame(t *testing.T) {
 			got.WriteString(l + "\n")
 		}
 	}
-	testkit.Golden(t, "testdata/progress/frame.txt", []byte(got.String()))
+	testkit.Golden(t, "testdata/frame.txt", []byte(got.String()))
 }
 
 // A terminal too short for every running phase gets as many as fit and a
@@ -115,12 +110,12 @@ func TestTermStream(t *testing.T) {
 	v.Report(engine.Event{Kind: engine.EventDone, Phase: "train", Status: runrec.StatusFailed, Duration: 3500 * time.Millisecond,
 		Err: errors.New("phase train failed: exit status 1 (log: .cairn/runs/x/logs/train.stderr)"), Time: clock.t})
 	v.Report(engine.Event{Kind: engine.EventDone, Phase: "eval-with-a-rather-long-name", Status: runrec.StatusStopped, Duration: 3500 * time.Millisecond, Time: clock.t})
-	v.close(&engine.RunResult{RunID: "20260102-030405-abcdef", Status: runrec.RunStopped, Duration: 6 * time.Second,
+	v.Close(&engine.RunResult{RunID: "20260102-030405-abcdef", Status: runrec.RunStopped, Duration: 6 * time.Second,
 		Counts:   map[string]int{runrec.StatusCached: 1, runrec.StatusSucceeded: 1, runrec.StatusFailed: 1, runrec.StatusStopped: 1, runrec.StatusSkipped: 1},
 		Spent:    runrec.Spend{Cost: 1.75, Iterations: 1200},
 		Failures: map[string]error{"train": errors.New("x")}})
 	out := buf.String()
-	testkit.Golden(t, "testdata/progress/stream.txt", []byte(visible(out)))
+	testkit.Golden(t, "testdata/stream.txt", []byte(testkit.Visible(out)))
 
 	// Whatever the golden file says: the terminal is left clean.
 	if i, j := strings.LastIndex(out, ansi.HideCursor), strings.LastIndex(out, ansi.ShowCursor); i < 0 || j < i {
@@ -131,7 +126,7 @@ func TestTermStream(t *testing.T) {
 	}
 	// Closing twice (the deferred close after an early one) prints nothing more.
 	n := buf.Len()
-	v.close(nil)
+	v.Close(nil)
 	if buf.Len() != n {
 		t.Errorf("second close wrote %q", buf.String()[n:])
 	}
@@ -142,8 +137,8 @@ func TestTermStream(t *testing.T) {
 func TestTermCloseWithoutResult(t *testing.T) {
 	v, buf, clock := testView(false, 72, 24)
 	v.Report(engine.Event{Kind: engine.EventBegin, Phases: []string{"a"}, Time: clock.t})
-	v.close(nil)
-	got := visible(buf.String())
+	v.Close(nil)
+	got := testkit.Visible(buf.String())
 	want := `\e[?25l[                    ] 0/1  done 0 · cached 0 · running 0 · waiting 1` + "\n" + `\r\e[A\e[J\e[?25h`
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
@@ -203,9 +198,9 @@ func TestTermColor(t *testing.T) {
 	for _, color := range []bool{false, true} {
 		v, buf, clock := testView(color, 80, 24)
 		midRun(v, clock)
-		v.close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{}})
+		v.Close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{}})
 		if got := sgr.MatchString(buf.String()); got != color {
-			t.Errorf("color %v: output has colour codes: %v\n%s", color, got, visible(buf.String()))
+			t.Errorf("color %v: output has colour codes: %v\n%s", color, got, testkit.Visible(buf.String()))
 		}
 	}
 }
@@ -256,7 +251,7 @@ func TestPlainView(t *testing.T) {
 	}
 	for _, quiet := range []bool{false, true} {
 		var buf bytes.Buffer
-		v := newProgressView(progressOptions{Quiet: quiet}, &buf)
+		v := New(&buf, Options{Quiet: quiet})
 		for _, ev := range events {
 			v.Report(ev)
 		}
@@ -300,7 +295,7 @@ func TestTermViewConcurrent(t *testing.T) {
 	for _, n := range names {
 		wg.Go(func() {
 			v.Report(engine.Event{Kind: engine.EventStart, Phase: n, Attempt: 1, Time: time.Now()})
-			out, _ := v.phaseOutput(n)
+			out, _ := v.PhaseOutput(n)
 			for i := range 50 {
 				fmt.Fprintf(out, "line %d\n", i)
 				v.Report(engine.Event{Kind: engine.EventSpend, Phase: n, Spend: runrec.Spend{Cost: float64(i)}, Time: time.Now()})
@@ -313,7 +308,7 @@ func TestTermViewConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	v.close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{runrec.StatusSucceeded: 8}})
+	v.Close(&engine.RunResult{RunID: "r", Status: runrec.RunSucceeded, Counts: map[string]int{runrec.StatusSucceeded: 8}})
 	w.Close()
 	out := <-got
 	for _, n := range names {
@@ -324,5 +319,5 @@ func TestTermViewConcurrent(t *testing.T) {
 			t.Errorf("no finished line for %s", n)
 		}
 	}
-	checkCleanEnd(t, out)
+	testkit.CheckCleanEnd(t, out)
 }

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"fmt"
@@ -64,7 +64,7 @@ func (v *termView) table(b *strings.Builder) {
 		dur := "-"
 		switch r.status {
 		case runrec.StatusSucceeded, runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusStopped:
-			dur = fmtDuration(r.duration)
+			dur = FormatDuration(r.duration)
 		}
 		cost := "-"
 		if r.spend != (runrec.Spend{}) {

@@ -1,4 +1,14 @@
-package main
+// Package progress shows a run while it runs: plain lines for pipes and
+// logs, JSON lines for machines, or a live display on a terminal that ends
+// with a summary table. A view is an engine.Reporter the engine calls from
+// its goroutines; the closing line and the formats of durations and
+// spending are shared with the rest of the command line's output.
+//
+// It belongs to the command line, not to the engine: it imports engine's
+// event types and is imported only by cmd/cairn (the internal directory
+// makes that a rule the compiler keeps), so the engine never depends on
+// how a run is shown.
+package progress
 
 import (
 	"bufio"
@@ -6,58 +16,41 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
-	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// progressOptions are the output flags run and resume share.
-type progressOptions struct {
-	JSON    bool
-	Quiet   bool
-	Verbose bool
+// Options choose the view.
+type Options struct {
+	JSON  bool // JSON lines, one event per line
+	Quiet bool // only errors, warnings and the closing line
 }
 
-func (o *progressOptions) AddFlags(f *pflag.FlagSet) {
-	f.BoolVar(&o.JSON, "json", false, "print progress as JSON lines, one event per line")
-	f.BoolVarP(&o.Quiet, "quiet", "q", false, "print only errors, warnings and the closing line")
-	f.BoolVarP(&o.Verbose, "verbose", "v", false, "also print what phases write, each line prefixed with [PHASE]")
-}
-
-func (o *progressOptions) check() error {
-	switch {
-	case o.Quiet && o.Verbose:
-		return usageError{fmt.Errorf("-q and -v cannot be used together")}
-	case o.JSON && (o.Quiet || o.Verbose):
-		return usageError{fmt.Errorf("--json cannot be used with -q or -v")}
-	}
-	return nil
-}
-
-// progressView shows one run's progress: plain lines, JSON lines or a live
+// View shows one run's progress: plain lines, JSON lines or a live
 // terminal display. Report is called from the engine's goroutines.
-type progressView interface {
+type View interface {
 	engine.Reporter
-	// phaseOutput returns the writers a phase's output is copied to
+	// PhaseOutput returns the writers a phase's output is copied to
 	// with -v (engine.RunOptions.PhaseOutput).
-	phaseOutput(phase string) (stdout, stderr io.WriteCloser)
-	// above wraps w (stderr) so that what is written to it while the
+	PhaseOutput(phase string) (stdout, stderr io.WriteCloser)
+	// Above wraps w (stderr) so that what is written to it while the
 	// view is live appears above the live display, not through it.
-	above(w io.Writer) io.Writer
-	// close ends the view; with res (nil when the run did not start) it
+	Above(w io.Writer) io.Writer
+	// Close ends the view; with res (nil when the run did not start) it
 	// prints the run's summary and closing line.
-	close(res *engine.RunResult)
+	Close(res *engine.RunResult)
 }
 
-// newProgressView picks the view for out: JSON with --json, the live
-// display on a terminal (unless -q or TERM=dumb), plain lines otherwise.
-func newProgressView(o progressOptions, out io.Writer) progressView {
+// New picks the view for out: JSON with o.JSON, the live display on a
+// terminal (unless o.Quiet or TERM=dumb), plain lines otherwise.
+func New(out io.Writer, o Options) View {
 	if o.JSON {
 		return newJSONView(out)
 	}
@@ -86,7 +79,7 @@ type plainView struct {
 
 const plainBatchDelay = 100 * time.Millisecond
 
-var _ progressView = (*plainView)(nil)
+var _ View = (*plainView)(nil)
 
 func newPlainView(out io.Writer, quiet bool) *plainView {
 	return &plainView{w: bufio.NewWriter(out), quiet: quiet, spend: spendTracker{}}
@@ -126,7 +119,7 @@ func (v *plainView) flushLocked() {
 	v.w.Flush()
 }
 
-func (v *plainView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
+func (v *plainView) PhaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	emit := func(line string) {
 		v.mu.Lock()
 		v.w.WriteString(line)
@@ -137,9 +130,9 @@ func (v *plainView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	return newPrefixWriter("["+phase+"] ", emit), newPrefixWriter("["+phase+"] ", emit)
 }
 
-func (v *plainView) above(w io.Writer) io.Writer { return w }
+func (v *plainView) Above(w io.Writer) io.Writer { return w }
 
-func (v *plainView) close(res *engine.RunResult) {
+func (v *plainView) Close(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if res != nil {
@@ -225,9 +218,9 @@ func stoppingLine(reason string) string {
 func doneLine(ev engine.Event) string {
 	switch ev.Status {
 	case runrec.StatusSucceeded:
-		line := fmt.Sprintf("%s: ran in %s", ev.Phase, fmtDuration(ev.Duration))
+		line := fmt.Sprintf("%s: ran in %s", ev.Phase, FormatDuration(ev.Duration))
 		if ev.Spend != (runrec.Spend{}) {
-			line += ", spent " + fmtSpend(ev.Spend)
+			line += ", spent " + FormatSpend(ev.Spend)
 		}
 		return line
 	case runrec.StatusCached:
@@ -235,7 +228,7 @@ func doneLine(ev engine.Event) string {
 	case runrec.StatusRestored:
 		return fmt.Sprintf("%s: restored", ev.Phase)
 	case runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget:
-		return fmt.Sprintf("%s: %s after %s: %v", ev.Phase, strings.ReplaceAll(ev.Status, "_", " "), fmtDuration(ev.Duration), ev.Err)
+		return fmt.Sprintf("%s: %s after %s: %v", ev.Phase, strings.ReplaceAll(ev.Status, "_", " "), FormatDuration(ev.Duration), ev.Err)
 	default:
 		line := fmt.Sprintf("%s: %s", ev.Phase, ev.Status)
 		if len(ev.Reasons) > 0 {
@@ -245,7 +238,9 @@ func doneLine(ev engine.Event) string {
 	}
 }
 
-func fmtDuration(d time.Duration) string {
+// FormatDuration is how cairn prints a phase's or a run's duration:
+// milliseconds under a second, tenths under a minute, whole seconds above.
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return fmt.Sprintf("%dms", d.Milliseconds())
@@ -256,12 +251,55 @@ func fmtDuration(d time.Duration) string {
 	}
 }
 
-func fmtSpend(s runrec.Spend) string {
+// FormatSpend is how cairn prints what a phase or a run spent.
+func FormatSpend(s runrec.Spend) string {
 	out := "cost " + runrec.FormatCost(s.Cost)
 	if s.Iterations > 0 {
 		out += fmt.Sprintf(", %d iterations", s.Iterations)
 	}
 	return out
+}
+
+// summaryLine is the closing line of a run.
+func summaryLine(res *engine.RunResult) string {
+	c := res.Counts
+	total := 0
+	for _, n := range c {
+		total += n
+	}
+	parts := []string{fmt.Sprintf("%d ran", c[runrec.StatusSucceeded]), fmt.Sprintf("%d cached", c[runrec.StatusCached]), fmt.Sprintf("%d restored", c[runrec.StatusRestored])}
+	for _, s := range []string{runrec.StatusFailed, runrec.StatusTimedOut, runrec.StatusOverBudget, runrec.StatusBlocked, runrec.StatusSkipped, runrec.StatusStopped} {
+		if c[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c[s], s))
+		}
+	}
+	line := fmt.Sprintf("run %s %s: %d phases: %s in %s", res.RunID, res.Status, total, strings.Join(parts, ", "), FormatDuration(res.Duration))
+	if res.Spent != (runrec.Spend{}) {
+		line += "; spent " + FormatSpend(res.Spent)
+	}
+	if len(res.NotCached) > 0 {
+		names := make([]string, 0, len(res.NotCached))
+		for n := range res.NotCached {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		line += "; not cached (an input changed while it ran): " + strings.Join(names, ", ")
+	}
+	if res.TempRemoved > 0 {
+		line += "; removed " + Plural(res.TempRemoved, "temporary output")
+	}
+	return line
+}
+
+// Plural renders "1 phase", "2 phases".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") && !strings.HasSuffix(noun, "ay") && !strings.HasSuffix(noun, "ey") {
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // prefixWriter passes what it is given on as whole lines, each with a

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"fmt"
@@ -59,7 +59,7 @@ type livePhase struct {
 	note    string // "retrying" between attempts
 }
 
-var _ progressView = (*termView)(nil)
+var _ View = (*termView)(nil)
 
 // refresh is how often the live region is redrawn while phases run.
 const refresh = 100 * time.Millisecond
@@ -252,7 +252,7 @@ func (v *termView) frame(width, height int) []string {
 		line := "  " + v.style(ansi.Style{}.Bold(), name) + strings.Repeat(" ", nameW-ansi.StringWidth(name))
 		line += fmt.Sprintf("  %6s", fmtElapsed(now.Sub(lp.started)))
 		if lp.spend != (runrec.Spend{}) {
-			line += "  " + fmtSpend(lp.spend)
+			line += "  " + FormatSpend(lp.spend)
 		}
 		if lp.attempt > 1 {
 			line += fmt.Sprintf("  attempt %d", lp.attempt)
@@ -331,7 +331,7 @@ func (v *termView) bar(width int) string {
 	return "[" + v.style(ansi.Style{}.ForegroundColor(ansi.Green), bar) + strings.Repeat(" ", cells-fill) + "]" + text
 }
 
-func (v *termView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
+func (v *termView) PhaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	prefix := v.style(ansi.Style{}.Faint(), "["+phase+"]") + " "
 	emit := func(line string) {
 		v.mu.Lock()
@@ -346,8 +346,8 @@ func (v *termView) phaseOutput(phase string) (io.WriteCloser, io.WriteCloser) {
 	return newPrefixWriter(prefix, emit), newPrefixWriter(prefix, emit)
 }
 
-// above returns a writer whose lines print above the live region.
-func (v *termView) above(w io.Writer) io.Writer {
+// Above returns a writer whose lines print above the live region.
+func (v *termView) Above(w io.Writer) io.Writer {
 	return newPrefixWriter("", func(line string) {
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -361,9 +361,9 @@ func (v *termView) above(w io.Writer) io.Writer {
 	})
 }
 
-// close clears the live region, shows the cursor and prints the summary
+// Close clears the live region, shows the cursor and prints the summary
 // table and the closing line.
-func (v *termView) close(res *engine.RunResult) {
+func (v *termView) Close(res *engine.RunResult) {
 	v.mu.Lock()
 	if v.closed {
 		v.mu.Unlock()

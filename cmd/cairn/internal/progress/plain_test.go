@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"strings"
@@ -39,7 +39,7 @@ func TestPlainViewBatchesCachedLines(t *testing.T) {
 	}
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "d"})
 	v.Report(engine.Event{Kind: engine.EventDone, Phase: "e", Status: runrec.StatusRestored})
-	v.close(nil)
+	v.Close(nil)
 	if len(out.writes) != 2 {
 		t.Errorf("%d writes, want 2 (the batch with the start line, then the rest at close): %q", len(out.writes), out.writes)
 	}

@@ -1,4 +1,4 @@
-package main
+package progress
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ type jsonView struct {
 	enc *json.Encoder
 }
 
-var _ progressView = (*jsonView)(nil)
+var _ View = (*jsonView)(nil)
 
 func newJSONView(w io.Writer) *jsonView { return &jsonView{enc: json.NewEncoder(w)} }
 
@@ -62,15 +62,15 @@ func (v *jsonView) Report(ev engine.Event) {
 	v.mu.Unlock()
 }
 
-// phaseOutput is not used: --json does not take -v.
-func (v *jsonView) phaseOutput(string) (io.WriteCloser, io.WriteCloser) {
+// PhaseOutput is not used: --json does not take -v.
+func (v *jsonView) PhaseOutput(string) (io.WriteCloser, io.WriteCloser) {
 	discard := newPrefixWriter("", func(string) {})
 	return discard, discard
 }
 
-func (v *jsonView) above(w io.Writer) io.Writer { return w }
+func (v *jsonView) Above(w io.Writer) io.Writer { return w }
 
-func (v *jsonView) close(res *engine.RunResult) {
+func (v *jsonView) Close(res *engine.RunResult) {
 	if res == nil {
 		return
 	}
