@@ -51,13 +51,10 @@ func (e fastTemplate) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	return cty.StringVal(b.String()), nil
 }
 
-// withFastTemplates returns expr with its string templates made
-// fastTemplates: the expression itself, and those rewriteExprs reaches.
-func withFastTemplates(expr hcl.Expression) hcl.Expression {
-	return rewriteExprs(expr, func(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
-		if e, ok := x.(*hclsyntax.TemplateExpr); ok {
-			return fastTemplate{e}, true
-		}
-		return x, false
-	})
+// fastTemplateOf makes x a fastTemplate when it is a string template.
+func fastTemplateOf(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
+	if e, ok := x.(*hclsyntax.TemplateExpr); ok {
+		return fastTemplate{e}, true
+	}
+	return x, false
 }

@@ -50,7 +50,7 @@ func checkFastTemplates(t *testing.T, src string) {
 	}
 	ctx := fastTemplateContext()
 	want, wantDiags := plain.Value(ctx)
-	got, gotDiags := withFastTemplates(parse()).Value(ctx)
+	got, gotDiags := rewriteExprs(parse(), fastTemplateOf).Value(ctx)
 	if !got.RawEquals(want) {
 		t.Errorf("%s:\nfast       %#v\nas written %#v", src, got, want)
 	}

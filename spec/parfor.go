@@ -112,57 +112,14 @@ func (e parallelFor) inRuns(ctx *hcl.EvalContext) (cty.Value, bool) {
 	return cty.TupleVal(out), true
 }
 
-// withParallelFors returns expr with each outermost for expression that
+// parallelForOf makes x a parallelFor when it is a for expression that
 // produces a tuple and names no key variable (for v in coll : ..., the
-// usual sweep) made a parallelFor. An expression nested in another for
-// expression is left as it is: its runs are already side by side. Only
-// for expressions evaluated where file() and env() record nothing per
-// phase (for_each, locals) may be given to it.
-func withParallelFors(expr hcl.Expression) hcl.Expression {
-	return rewriteExprs(expr, func(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
-		e, ok := x.(*hclsyntax.ForExpr)
-		if !ok || e.KeyExpr != nil || e.KeyVar != "" || e.Group {
-			return x, false
-		}
-		return parallelFor{e}, true
-	})
-}
-
-// rewriteExprs returns expr with wrap applied to it and, where wrap
-// leaves a node as it is (false), to the elements of lists, the values of
-// objects, the arguments of function calls and the results of
-// conditionals and parentheses, recursively. Containers are changed in
-// place; a node wrap replaced is not looked into.
-func rewriteExprs(expr hcl.Expression, wrap func(hclsyntax.Expression) (hclsyntax.Expression, bool)) hcl.Expression {
-	x, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return expr
+// usual sweep). An expression nested in a for expression is not looked
+// into: its runs are already side by side.
+func parallelForOf(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
+	e, ok := x.(*hclsyntax.ForExpr)
+	if !ok || e.KeyExpr != nil || e.KeyVar != "" || e.Group {
+		return x, false
 	}
-	var walk func(x hclsyntax.Expression) hclsyntax.Expression
-	walk = func(x hclsyntax.Expression) hclsyntax.Expression {
-		if w, ok := wrap(x); ok {
-			return w
-		}
-		switch e := x.(type) {
-		case *hclsyntax.FunctionCallExpr:
-			for i, a := range e.Args {
-				e.Args[i] = walk(a)
-			}
-		case *hclsyntax.TupleConsExpr:
-			for i, a := range e.Exprs {
-				e.Exprs[i] = walk(a)
-			}
-		case *hclsyntax.ObjectConsExpr:
-			for i := range e.Items {
-				e.Items[i].ValueExpr = walk(e.Items[i].ValueExpr)
-			}
-		case *hclsyntax.ParenthesesExpr:
-			e.Expression = walk(e.Expression)
-		case *hclsyntax.ConditionalExpr:
-			e.TrueResult = walk(e.TrueResult)
-			e.FalseResult = walk(e.FalseResult)
-		}
-		return x
-	}
-	return walk(x)
+	return parallelFor{e}, true
 }

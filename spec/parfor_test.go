@@ -65,7 +65,7 @@ func checkParallelForOn(t *testing.T, src string, procs int) bool {
 	ran := false
 	testHookParallelFor = func(int) { ran = true }
 	defer func() { testHookParallelFor = nil }()
-	got, gotDiags := withParallelFors(parse()).Value(ctx)
+	got, gotDiags := rewriteExprs(parse(), parallelForOf).Value(ctx)
 	if !sameValue(got, want) {
 		t.Errorf("%s:\nin runs  %#v\nas written %#v", src, got, want)
 	}

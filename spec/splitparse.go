@@ -10,33 +10,32 @@ import (
 )
 
 // Parsing a large spec is most of a first run's start: HCL lexes and
-// parses it on one core, before any phase can start. A spec is a sequence
-// of top-level blocks, each parsed on its own, so parseSplit cuts the
-// source between top-level blocks and parses the pieces side by side, then
-// joins their blocks into one body. The result is the file the
-// whole-source parse gives (TestParseSplitMatchesWhole, FuzzParseSplit);
-// whenever that is not certain (a piece with any diagnostic, an attribute
-// in two pieces) the whole source is parsed instead, so errors are always
-// the whole parse's.
+// parses it on one core, before any phase can start. A spec is a sequence of top-level
+// blocks, each parsed on its own, so parseSplit cuts the source between
+// top-level blocks and parses the pieces side by side, then joins their
+// blocks into one body. The result is the file the whole-source parse
+// gives (TestParseSplitMatchesWhole, FuzzParseSplit); whenever that is not
+// certain (a piece with any diagnostic, an attribute in two pieces) it
+// declines and the whole source is parsed, so errors are always the
+// whole parse's.
 
 // splitMin is the source size below which splitting is not worth it.
 var splitMin = 64 << 10 // a variable: tests split small sources
 
 // parseSplit parses src, a spec file named filename, as hclsyntax.ParseConfig
-// does from its start.
-func parseSplit(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
+// does from its start, or declines (false).
+func parseSplit(src []byte, filename string) (*hcl.File, hcl.Diagnostics, bool) {
 	cuts := splitPoints(src, cores.N)
 	if len(cuts) == 0 {
-		return hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1, Byte: 0})
+		return nil, nil, false
 	}
 	return parsePieces(src, filename, cuts)
 }
 
 // parsePieces parses src cut at cuts (increasing offsets inside src, each
-// the start of a line), the pieces side by side, and joins them; if they
-// do not join, src is parsed whole.
-func parsePieces(src []byte, filename string, cuts []int) (*hcl.File, hcl.Diagnostics) {
-	start := hcl.Pos{Line: 1, Column: 1, Byte: 0}
+// the start of a line), the pieces side by side, and joins them, or
+// declines if they do not join.
+func parsePieces(src []byte, filename string, cuts []int) (*hcl.File, hcl.Diagnostics, bool) {
 	bounds := append(append([]int{0}, cuts...), len(src))
 	files := make([]*hcl.File, len(bounds)-1)
 	diags := make([]hcl.Diagnostics, len(bounds)-1)
@@ -52,9 +51,9 @@ func parsePieces(src []byte, filename string, cuts []int) (*hcl.File, hcl.Diagno
 	}
 	wg.Wait()
 	if f, ok := joinPieces(files, diags, src); ok {
-		return f, nil
+		return f, nil, true
 	}
-	return hclsyntax.ParseConfig(src, filename, start)
+	return nil, nil, false
 }
 
 // joinPieces appends the blocks and attributes of every piece's body to

@@ -50,7 +50,7 @@ func bodySummary(b *hclsyntax.Body) string {
 func checkSplit(t *testing.T, name string, src []byte) (split bool) {
 	t.Helper()
 	whole, wd := hclsyntax.ParseConfig(src, "experiment.hcl", hcl.Pos{Line: 1, Column: 1})
-	got, gd := parseSplit(src, "experiment.hcl")
+	got, gd := parseSpec(src, "experiment.hcl")
 	if diff := cmp.Diff(wd.Error(), gd.Error()); diff != "" {
 		t.Fatalf("%s: diagnostics differ (-whole +split):\n%s", name, diff)
 	}
