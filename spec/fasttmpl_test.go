@@ -8,6 +8,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 // fastTemplateContext is the context the templates below are evaluated
@@ -29,7 +31,7 @@ func fastTemplateContext() *hcl.EvalContext {
 				"dyn":     cty.DynamicVal,
 			}),
 		},
-		Functions: functions(),
+		Functions: funcs.Std(),
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 // parForContext is the context the for expressions below are evaluated
@@ -32,7 +33,7 @@ func parForContext() *hcl.EvalContext {
 				"words":   cty.StringVal("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"),
 			}),
 		},
-		Functions: functions(),
+		Functions: funcs.Std(),
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 var variableSchema = &hcl.BodySchema{
@@ -225,7 +227,7 @@ func validateVariable(v *variable, val cty.Value) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{v.name: val})},
-		Functions: functions(),
+		Functions: funcs.Std(),
 	}
 	for _, b := range v.validations {
 		content, d := b.Body.Content(validationSchema)
