@@ -34,7 +34,7 @@ type fastPaths struct {
 
 var fast = fastPaths{
 	parse:    parseSplit,
-	once:     parallelForOf,
+	once:     quickForOf,
 	perPhase: fastTemplateOf,
 	forEach:  toSetOfStrings,
 	params:   paramsByItem,
