@@ -3,27 +3,23 @@ package spec
 import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 )
 
-// Loading a spec has one general path: HCL parses the source and
-// evaluates every expression. A fast path does one step of it faster for
-// the shapes large specs are made of, and gives exactly what the general
-// path gives or declines, so that every value and every message stays
-// HCL's. All of them hang from the table below: the general path asks it
-// at each step whether a fast path can do the step, and removing a fast
-// path is deleting its file and its line here.
+// Loading a spec has one general path: HCL evaluates every expression. A
+// fast path does one step of it faster for the shapes large specs are
+// made of, and gives exactly what the general path gives or declines, so
+// that every value and every message stays HCL's. All of them hang from
+// the table below: the general path asks it at each step whether a fast
+// path can do the step, and removing a fast path is deleting its file
+// and its line here. A fast path stays only while a user-visible figure
+// (BENCHMARKS.md, "Spec fast paths") is clearly worse without it.
 
 // fastPaths are the steps a fast path may take over; a nil one has none.
 type fastPaths struct {
-	// parse parses a whole spec file as hclsyntax.ParseConfig does, or
-	// declines (ok false).
-	parse func(src []byte, filename string) (f *hcl.File, diags hcl.Diagnostics, ok bool)
 	// once wraps an expression evaluated once per load (for_each, a
-	// local), where file() and env() record nothing per phase; perPhase
-	// one evaluated for every phase instance. Each returns the node that
-	// evaluates x, or false to leave x (and look into it).
-	once, perPhase func(x hclsyntax.Expression) (hclsyntax.Expression, bool)
+	// local): it returns the node that evaluates x, or false to leave x
+	// and look into it.
+	once func(x hclsyntax.Expression) (hclsyntax.Expression, bool)
 	// forEach gives the instances of a for_each expression, sorted by
 	// key, or declines.
 	forEach func(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.Diagnostics, bool)
@@ -33,21 +29,19 @@ type fastPaths struct {
 }
 
 var fast = fastPaths{
-	parse:    parseSplit,
-	once:     quickForOf,
-	perPhase: fastTemplateOf,
-	forEach:  toSetOfStrings,
-	params:   paramsByItem,
-}
-
-// parseSpec parses src, the spec file filename.
-func parseSpec(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
-	if fast.parse != nil {
-		if f, diags, ok := fast.parse(src, filename); ok {
-			return f, diags
-		}
-	}
-	return hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
+	// A sweep's keys are nested for expressions over range(): HCL
+	// computes each element with cty's big.Float numbers and function
+	// calls, quickFor with Go integers. The first plan of a sweep waits
+	// on it.
+	once: quickForOf,
+	// toset() of a sweep's keys: cty sorts a set's elements with a slow
+	// comparison every time it is iterated; the instances are sorted by
+	// key anyway. The first plan of a sweep waits on it.
+	forEach: toSetOfStrings,
+	// A sweep's params are evaluated once per instance: item by item
+	// skips building an object per instance, which every plan after an
+	// edit pays.
+	params: paramsByItem,
 }
 
 // fastOnce readies expr, evaluated once per load, for evaluation.
@@ -56,14 +50,6 @@ func fastOnce(expr hcl.Expression) hcl.Expression {
 		return expr
 	}
 	return rewriteExprs(expr, fast.once)
-}
-
-// fastPerPhase readies expr, a phase's attribute, for evaluation.
-func fastPerPhase(expr hcl.Expression) hcl.Expression {
-	if fast.perPhase == nil {
-		return expr
-	}
-	return rewriteExprs(expr, fast.perPhase)
 }
 
 // rewriteExprs returns expr with wrap applied to it and, where wrap
@@ -104,5 +90,3 @@ func rewriteExprs(expr hcl.Expression, wrap func(hclsyntax.Expression) (hclsynta
 	}
 	return walk(x)
 }
-
-var _ = cty.NilVal

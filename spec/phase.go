@@ -174,8 +174,7 @@ func declarePhases(blocks []*hcl.Block) (map[string]*rawPhase, []*rawPhase, hcl.
 }
 
 // collect finds rp's references to other phases (refs, deps,
-// forEachRefs), to each and to self, and readies its expressions for
-// evaluation.
+// forEachRefs), to each and to self.
 func (rp *rawPhase) collect(raws map[string]*rawPhase, names []string) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	for attrName, a := range rp.attrs {
@@ -212,11 +211,6 @@ func (rp *rawPhase) collect(raws map[string]*rawPhase, names []string) hcl.Diagn
 			diags = append(diags, d...)
 			rp.refs = append(rp.refs, refs...)
 			rp.usesSelf = rp.usesSelf || usesSelf(a.Expr)
-		}
-	}
-	for attrName, a := range rp.attrs {
-		if attrName != "depends_on" && attrName != "for_each" {
-			a.Expr = fastPerPhase(a.Expr)
 		}
 	}
 	if len(rp.eachRefs) > 0 && rp.forEach == nil {

@@ -186,8 +186,6 @@ func (q *quick) expr(x hclsyntax.Expression) (qv, bool) {
 		return q.expr(e.Wrapped)
 	case *hclsyntax.TemplateExpr:
 		return q.template(e.Parts)
-	case fastTemplate:
-		return q.template(e.Parts)
 	case *hclsyntax.BinaryOpExpr:
 		return q.binary(e)
 	case *hclsyntax.UnaryOpExpr:
