@@ -81,7 +81,7 @@ fuzz:
 
 # Go benchmarks for the hot paths (hashing, store, restore, keys, planning).
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine ./runrec ./spec
+	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine ./runrec ./spec ./internal/hclfmt
 
 # cairn side by side with make, ninja, go-task, Turborepo and Snakemake
 # (bench/README.md). Installs missing tools; QUICK=1 for a short run;

@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 var rootSchema = &hcl.BodySchema{
@@ -250,7 +252,7 @@ type usage struct {
 // evalContext builds an evaluation context; phases may be nil.
 func (sc *scope) evalContext(phases map[string]cty.Value) *hcl.EvalContext {
 	if sc.fnsOwner != sc {
-		sc.fns = functions()
+		sc.fns = funcs.Std()
 		sc.addSpecFuncs(sc.fns)
 		sc.varObj, sc.localObj = objectOrEmpty(sc.vars), objectOrEmpty(sc.locals)
 		sc.fnsOwner = sc

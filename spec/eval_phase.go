@@ -57,8 +57,10 @@ func evalForEachExpr(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]ea
 		refd[r.phase] = phases[r.phase]
 	}
 	ctx := sc.evalContext(refd)
-	if items, diags, ok := toSetOfStrings(rp.forEach, ctx); ok {
-		return items, diags
+	if fast.forEach != nil {
+		if items, diags, ok := fast.forEach(rp.forEach, ctx); ok {
+			return items, diags
+		}
 	}
 	v, diags := evalValue(rp.forEach, ctx, "for_each")
 	if diags.HasErrors() {
@@ -102,76 +104,10 @@ func evalForEachExpr(rp *rawPhase, sc *scope, phases map[string]cty.Value) ([]ea
 	return items, diags
 }
 
-// toSetOfStrings gives the instances of for_each = toset(X), where X is a
-// list or tuple of known strings, as toset would give them (each string
-// once) without making the set: cty sorts a set's elements, with a slow
-// comparison, every time the set is iterated (a large part of loading a
-// sweep of 100,000 keys), and instances are sorted by key here
-// anyway. X = flatten(Y), the usual way to write a sweep over several
-// axes, is flattened here too, in one walk: cty's flatten walks Y twice
-// (once for its result's type) and checks it for marks deeply. Anything
-// else is not ok, and is evaluated as written.
-func toSetOfStrings(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.Diagnostics, bool) {
-	call, ok := expr.(*hclsyntax.FunctionCallExpr)
-	if !ok || call.Name != "toset" || len(call.Args) != 1 || call.ExpandFinal {
-		return nil, nil, false
-	}
-	arg, flat := call.Args[0], false
-	if f, ok := arg.(*hclsyntax.FunctionCallExpr); ok && f.Name == "flatten" && len(f.Args) == 1 && !f.ExpandFinal {
-		arg, flat = f.Args[0], true
-	}
-	v, diags := arg.Value(ctx)
-	if diags.HasErrors() || !v.IsKnown() || v.IsNull() || v.IsMarked() {
-		return nil, nil, false
-	}
-	if t := v.Type(); !(t.IsListType() || t.IsTupleType() || flat && t.IsSetType()) {
-		return nil, nil, false
-	}
-	items := make([]eachItem, 0, v.LengthInt())
-	// add adds c's strings, and with flat those of the lists, tuples and
-	// sets in it, as flatten would give them; it is false for anything
-	// else (a null, unknown or marked element, a number, a map).
-	var add func(c cty.Value) bool
-	add = func(c cty.Value) bool {
-		for it := c.ElementIterator(); it.Next(); {
-			_, ev := it.Element()
-			if !ev.IsKnown() || ev.IsNull() || ev.IsMarked() {
-				return false
-			}
-			switch t := ev.Type(); {
-			case t.Equals(cty.String):
-				items = append(items, eachItem{key: ev.AsString(), value: ev})
-			case flat && (t.IsListType() || t.IsTupleType() || t.IsSetType()):
-				if !add(ev) {
-					return false
-				}
-			default:
-				return false
-			}
-		}
-		return true
-	}
-	if !add(v) {
-		return nil, nil, false
-	}
-	// Sorted, each string once (toset's duplicates are neighbours now).
-	slices.SortFunc(items, func(a, b eachItem) int { return strings.Compare(a.key, b.key) })
-	items = slices.CompactFunc(items, func(a, b eachItem) bool { return a.key == b.key })
-	if testHookTosetShortcut != nil {
-		testHookTosetShortcut()
-	}
-	return items, diags, true
-}
-
-// testHookTosetShortcut, set by tests only, is called when toSetOfStrings
-// gives a for_each's instances.
-var testHookTosetShortcut func()
-
 // evalPhase evaluates one phase (or one instance of a phase with
 // for_each, when it is set) against its upstream phases' values. It
 // returns nil when the phase has errors.
 func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated map[string]*Phase, instances map[string][]*Phase, it *eachItem) (*Phase, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
 	// Only the phases this one refers to go into its context: building an
 	// object of every phase for every phase would make loading quadratic.
 	refd := noPhases
@@ -184,16 +120,39 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 	ctx := sc.evalContext(refd)
 	sc.use = &usage{}
 	defer func() { sc.use = nil }()
-	addr := rp.name
+	p := newPhase(rp, it)
 	if it != nil {
-		addr = instanceAddr(rp.name, it.key)
 		ctx.Variables["each"] = cty.ObjectVal(map[string]cty.Value{
 			"key":   cty.StringVal(it.key),
 			"value": it.value,
 		})
 	}
+	diags := evalPaths(p, rp, ctx)
+	diags = append(diags, evalAttrs(p, rp, ctx)...)
+	diags = append(diags, evalEnvs(p, rp, ctx)...)
+	diags = append(diags, evalSettings(p, rp, ctx)...)
+	// file() makes a file an input; env() puts the variable in the key.
+	for _, f := range sc.use.files {
+		if !slices.Contains(p.Inputs, f) {
+			p.Inputs = append(p.Inputs, f)
+			p.inputRanges = append(p.inputRanges, rp.block.DefRange)
+		}
+	}
+	if len(sc.use.env) > 0 {
+		p.EnvRead = sc.use.env
+	}
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	p.Upstream = upstreamReads(rp, evaluated, instances, it)
+	return p, diags
+}
+
+// newPhase is the phase of rp (its instance it, when set) before its
+// attributes are evaluated: every default in place.
+func newPhase(rp *rawPhase, it *eachItem) *Phase {
 	p := &Phase{
-		Addr:       addr,
+		Addr:       rp.name,
 		Block:      rp.name,
 		HasForEach: it != nil,
 		Workdir:    ".",
@@ -203,24 +162,29 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		Env:        map[string]string{},
 	}
 	if it != nil {
-		p.Key = it.key
+		p.Addr, p.Key = instanceAddr(rp.name, it.key), it.key
 	}
-	attr := func(name string) (hcl.Expression, bool) {
-		a, ok := rp.attrs[name]
-		if !ok {
-			return nil, false
-		}
-		return a.Expr, true
-	}
+	return p
+}
 
-	// Inputs and outputs first: self, which the other attributes may
-	// use, is made from them.
-	if e, ok := attr("inputs"); ok {
+// attrExpr is rp's attribute name's expression, if it is set.
+func (rp *rawPhase) attrExpr(name string) (hcl.Expression, bool) {
+	a, ok := rp.attrs[name]
+	if !ok {
+		return nil, false
+	}
+	return a.Expr, true
+}
+
+// evalPaths evaluates inputs and outputs, first: self, which the other
+// attributes may use, is made from them and set in ctx.
+func evalPaths(p *Phase, rp *rawPhase, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if e, ok := rp.attrExpr("inputs"); ok {
 		diags = append(diags, evalInputs(p, e, ctx)...)
 	}
-	if e, ok := attr("outputs"); ok {
-		d := evalOutputs(p, rp, e, ctx)
-		diags = append(diags, d...)
+	if e, ok := rp.attrExpr("outputs"); ok {
+		diags = append(diags, evalOutputs(p, rp, e, ctx)...)
 	}
 	if rp.usesSelf {
 		if diags.HasErrors() {
@@ -229,46 +193,43 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 			ctx.Variables["self"] = selfValue(p, rp)
 		}
 	}
-	if e, ok := attr("description"); ok {
+	return diags
+}
+
+// evalAttrs evaluates description, command, params, metrics and
+// temporary.
+func evalAttrs(p *Phase, rp *rawPhase, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if e, ok := rp.attrExpr("description"); ok {
 		var d hcl.Diagnostics
 		p.Description, d = evalString(e, ctx, "description")
 		diags = append(diags, d...)
 	}
-	if e, ok := attr("command"); ok {
+	if e, ok := rp.attrExpr("command"); ok {
 		diags = append(diags, evalCommand(p, e, ctx)...)
 	}
-	if e, ok := attr("params"); ok {
+	if e, ok := rp.attrExpr("params"); ok {
 		diags = append(diags, evalParams(p, e, ctx)...)
 		diags = append(diags, paramsNul(p.Params, e.Range())...)
 	}
-	if e, ok := attr("metrics"); ok {
+	if e, ok := rp.attrExpr("metrics"); ok {
 		diags = append(diags, evalMetrics(p, e, ctx)...)
 	}
-	if e, ok := attr("temporary"); ok {
+	if e, ok := rp.attrExpr("temporary"); ok {
 		diags = append(diags, evalTemporary(p, e, ctx)...)
 	}
-	if e, ok := attr("env"); ok {
-		env, d := evalStringMap(e, ctx, "env")
-		diags = append(diags, d...)
-		for k, v := range env {
-			if !envNameRe().MatchString(k) || strings.HasPrefix(k, "CAIRN_") {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Invalid environment variable name",
-					Detail:   fmt.Sprintf("%q is not a usable environment variable name: names hold letters, digits and underscores, do not start with a digit, and CAIRN_ is reserved for cairn.", k),
-					Subject:  e.Range().Ptr(),
-				})
-				continue
-			}
-			if d := nulDiag("env "+k, v, e.Range()); d != nil {
-				diags = append(diags, d)
-				continue
-			}
-			p.Env[k] = v
-		}
+	return diags
+}
+
+// evalEnvs evaluates env, then secret_env and pass_env, which may not
+// name a variable env sets.
+func evalEnvs(p *Phase, rp *rawPhase, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if e, ok := rp.attrExpr("env"); ok {
+		diags = append(diags, evalEnv(p, e, ctx)...)
 	}
 	for _, which := range []string{"secret_env", "pass_env"} {
-		e, ok := attr(which)
+		e, ok := rp.attrExpr(which)
 		if !ok {
 			continue
 		}
@@ -299,30 +260,43 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 			p.PassEnv = list
 		}
 	}
-	if e, ok := attr("workdir"); ok {
-		wd, d := evalString(e, ctx, "workdir")
-		diags = append(diags, d...)
-		if nd := nulDiag("workdir", wd, e.Range()); nd != nil {
-			diags = append(diags, nd)
-		} else if !d.HasErrors() {
-			clean := cleanRelPath(wd)
-			if filepath.IsAbs(wd) || !filepath.IsLocal(filepath.FromSlash(clean)) && clean != "." {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Workdir outside the workspace",
-					Detail:   fmt.Sprintf("workdir %q must be a relative path inside the workspace.", wd),
-					Subject:  e.Range().Ptr(),
-				})
-			}
-			p.Workdir = clean
+	return diags
+}
+
+func evalEnv(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	env, diags := evalStringMap(e, ctx, "env")
+	for k, v := range env {
+		if !envNameRe().MatchString(k) || strings.HasPrefix(k, "CAIRN_") {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid environment variable name",
+				Detail:   fmt.Sprintf("%q is not a usable environment variable name: names hold letters, digits and underscores, do not start with a digit, and CAIRN_ is reserved for cairn.", k),
+				Subject:  e.Range().Ptr(),
+			})
+			continue
 		}
+		if d := nulDiag("env "+k, v, e.Range()); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		p.Env[k] = v
 	}
-	if e, ok := attr("cache"); ok {
+	return diags
+}
+
+// evalSettings evaluates how the phase runs: workdir, cache, pipefail,
+// its budget, executor, Slurm settings and resources.
+func evalSettings(p *Phase, rp *rawPhase, ctx *hcl.EvalContext) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	if e, ok := rp.attrExpr("workdir"); ok {
+		diags = append(diags, evalWorkdir(p, e, ctx)...)
+	}
+	if e, ok := rp.attrExpr("cache"); ok {
 		var d hcl.Diagnostics
 		p.Cache, d = evalBool(e, ctx, "cache")
 		diags = append(diags, d...)
 	}
-	if e, ok := attr("pipefail"); ok {
+	if e, ok := rp.attrExpr("pipefail"); ok {
 		pf, d := evalBool(e, ctx, "pipefail")
 		diags = append(diags, d...)
 		p.NoPipefail = !pf
@@ -343,26 +317,33 @@ func evalPhase(rp *rawPhase, sc *scope, phases map[string]cty.Value, evaluated m
 		diags = append(diags, d...)
 		p.ExecutorConfig = xc
 	}
-	if e, ok := attr("resources"); ok {
+	if e, ok := rp.attrExpr("resources"); ok {
 		res, d := evalResources(e, ctx)
 		diags = append(diags, d...)
 		p.Resources = res
 	}
-	// file() makes a file an input; env() puts the variable in the key.
-	for _, f := range sc.use.files {
-		if !slices.Contains(p.Inputs, f) {
-			p.Inputs = append(p.Inputs, f)
-			p.inputRanges = append(p.inputRanges, rp.block.DefRange)
-		}
-	}
-	if len(sc.use.env) > 0 {
-		p.EnvRead = sc.use.env
+	return diags
+}
+
+func evalWorkdir(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	wd, diags := evalString(e, ctx, "workdir")
+	if nd := nulDiag("workdir", wd, e.Range()); nd != nil {
+		return append(diags, nd)
 	}
 	if diags.HasErrors() {
-		return nil, diags
+		return diags
 	}
-	p.Upstream = upstreamReads(rp, evaluated, instances, it)
-	return p, diags
+	clean := cleanRelPath(wd)
+	if filepath.IsAbs(wd) || !filepath.IsLocal(filepath.FromSlash(clean)) && clean != "." {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Workdir outside the workspace",
+			Detail:   fmt.Sprintf("workdir %q must be a relative path inside the workspace.", wd),
+			Subject:  e.Range().Ptr(),
+		})
+	}
+	p.Workdir = clean
+	return diags
 }
 
 func evalCommand(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
@@ -550,7 +531,7 @@ func checkOutputPath(raw string, rng hcl.Range) (string, hcl.Diagnostics) {
 }
 
 func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
-	if cons, ok := e.(*hclsyntax.ObjectConsExpr); ok && paramsByItem(p, cons, ctx) {
+	if cons, ok := e.(*hclsyntax.ObjectConsExpr); ok && fast.params != nil && fast.params(p, cons, ctx) {
 		return nil
 	}
 	v, diags := evalValue(e, ctx, "params")
@@ -570,36 +551,6 @@ func evalParams(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostic
 		p.Params[k.AsString()] = js
 	}
 	return diags
-}
-
-// paramsByItem evaluates params written as an object, item by item,
-// without making the object (a sweep's params cost a third of evaluating
-// its instances that way). It gives up, and writes nothing, on anything
-// but plain string keys and known, unmarked values evaluated without a
-// diagnostic: evalParams then evaluates the object as written, for its
-// exact messages. Keys given twice keep the last value, as in HCL.
-func paramsByItem(p *Phase, cons *hclsyntax.ObjectConsExpr, ctx *hcl.EvalContext) bool {
-	keys := make([]string, len(cons.Items))
-	vals := make([]string, len(cons.Items))
-	for i, item := range cons.Items {
-		k, d := item.KeyExpr.Value(ctx)
-		if len(d) > 0 || k.IsNull() || !k.IsKnown() || k.IsMarked() || k.Type() != cty.String {
-			return false
-		}
-		v, d := item.ValueExpr.Value(ctx)
-		if len(d) > 0 || !v.IsWhollyKnown() || v.ContainsMarked() {
-			return false
-		}
-		js, err := canonicalJSON(v)
-		if err != nil {
-			return false
-		}
-		keys[i], vals[i] = k.AsString(), js
-	}
-	for i, k := range keys {
-		p.Params[k] = vals[i]
-	}
-	return true
 }
 
 // upstreamReads turns a phase's references into the output paths it reads

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 // TestFunctions evaluates each function users expect from Terraform in a
@@ -108,7 +110,7 @@ func TestReadmeFunctions(t *testing.T) {
 	}
 	para := string(b)[i:]
 	para = para[:strings.Index(para, "\n\n")]
-	fns := functions()
+	fns := funcs.Std()
 	(&scope{}).addSpecFuncs(fns)
 	n := 0
 	for _, m := range regexp.MustCompile("`([a-z]+)`").FindAllStringSubmatch(para, -1) {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 // TestHostileSpecs: inputs that hung cairn, ate its memory, took minutes
@@ -37,7 +39,7 @@ func TestHostileSpecs(t *testing.T) {
 		{name: "nesting at the bound", src: "locals {\n  x = " + deep("(", ")", maxNesting-1) + "\n}\n"},
 		{name: "brackets in strings and comments", src: "# " + strings.Repeat("(", 2000) + "\nlocals {\n  x = \"" + strings.Repeat("[", 2000) + "\"\n}\n"},
 		{name: "deep YAML flow list", src: "locals {\n  y = yamldecode(file(\"deep.yaml\"))\n}\n", files: map[string]string{"deep.yaml": deep("[", "]", 200_000)}, wantErr: "spec.hcl:2:7: Error in function call"},
-		{name: "YAML at the bound", src: "locals {\n  y = yamldecode(file(\"ok.yaml\"))\n}\n", files: map[string]string{"ok.yaml": "a: " + deep("[", "]", maxDecodeNesting-1) + "\nb: \"" + strings.Repeat("[", 5000) + "\"\nc: it's " + strings.Repeat("{", 5) + "x" + strings.Repeat("}", 5) + "\n"}},
+		{name: "YAML at the bound", src: "locals {\n  y = yamldecode(file(\"ok.yaml\"))\n}\n", files: map[string]string{"ok.yaml": "a: " + deep("[", "]", funcs.MaxDecodeNesting-1) + "\nb: \"" + strings.Repeat("[", 5000) + "\"\nc: it's " + strings.Repeat("{", 5) + "x" + strings.Repeat("}", 5) + "\n"}},
 		{name: "YAML hiding brackets behind a quote in a plain scalar", src: "locals {\n  y = yamldecode(file(\"q.yaml\"))\n}\n", files: map[string]string{"q.yaml": "a: 5\" tall\nb: " + deep("[", "]", 2000) + "\nc: \"\n"}, wantErr: "spec.hcl:2:7: Error in function call"},
 		{name: "deep JSON", src: "locals {\n  y = jsondecode(file(\"deep.json\"))\n}\n", files: map[string]string{"deep.json": deep("[", "]", 5_000)}, wantErr: "spec.hcl:2:7: Error in function call"},
 		{name: "a sweep beyond the phase limit", src: "phase \"a\" {\n  for_each = toset(split(\",\", file(\"keys.txt\")))\n  command  = \"true\"\n}\n", files: map[string]string{"keys.txt": manyKeys(maxPhases + 1)}, wantErr: "spec.hcl:2:14: Too many phases"},

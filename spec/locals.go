@@ -13,6 +13,38 @@ import (
 // and to other locals in any order; locals that refer to each other in a
 // loop are an error naming the loop's members.
 func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diagnostics) {
+	attrs, diags := localAttrs(blocks)
+	names := make([]string, 0, len(attrs))
+	for n := range attrs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	deps, d := localDeps(attrs, names)
+	diags = append(diags, d...)
+
+	values := map[string]cty.Value{}
+	done := map[string]bool{}
+	for progress := true; progress && len(done) < len(names); {
+		progress = false
+		for _, name := range names {
+			if done[name] || !allDone(deps[name], done) {
+				continue
+			}
+			v, d := evalLocal(name, attrs[name], base, values)
+			diags = append(diags, d...)
+			values[name] = v
+			done[name] = true
+			progress = true
+		}
+	}
+	if len(done) < len(names) {
+		diags = append(diags, localLoop(attrs, names, done, values))
+	}
+	return values, diags
+}
+
+// localAttrs gathers the attributes of every locals block, by name.
+func localAttrs(blocks []*hcl.Block) (map[string]*hcl.Attribute, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	attrs := map[string]*hcl.Attribute{}
 	for _, b := range blocks {
@@ -31,13 +63,12 @@ func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diag
 			attrs[name] = a
 		}
 	}
-	names := make([]string, 0, len(attrs))
-	for n := range attrs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	return attrs, diags
+}
 
-	// deps[name] = the locals it refers to.
+// localDeps returns, for each local, the locals it refers to.
+func localDeps(attrs map[string]*hcl.Attribute, names []string) (map[string][]string, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
 	deps := map[string][]string{}
 	for _, name := range names {
 		for _, tr := range attrs[name].Expr.Variables() {
@@ -60,57 +91,47 @@ func evalLocals(blocks []*hcl.Block, base scope) (map[string]cty.Value, hcl.Diag
 			deps[name] = append(deps[name], step.Name)
 		}
 	}
+	return deps, diags
+}
 
-	values := map[string]cty.Value{}
-	done := map[string]bool{}
-	for progress := true; progress && len(done) < len(names); {
-		progress = false
-		for _, name := range names {
-			if done[name] {
-				continue
-			}
-			ready := true
-			for _, d := range deps[name] {
-				if !done[d] {
-					ready = false
-				}
-			}
-			if !ready {
-				continue
-			}
-			sc := base
-			sc.locals = values
-			v, d := withParallelFors(attrs[name].Expr).Value(sc.evalContext(nil))
-			diags = append(diags, d...)
-			if d.HasErrors() {
-				v = cty.DynamicVal
-			} else if hd := hugeNumberDiag(v, "local."+name, attrs[name].Expr.Range().Ptr()); hd != nil {
-				diags = append(diags, hd)
-				v = cty.DynamicVal
-			}
-			values[name] = v
-			done[name] = true
-			progress = true
+func allDone(names []string, done map[string]bool) bool {
+	for _, n := range names {
+		if !done[n] {
+			return false
 		}
 	}
-	if len(done) < len(names) {
-		var loop []string
-		for _, n := range names {
-			if !done[n] {
-				loop = append(loop, "local."+n)
-			}
-		}
-		diags = append(diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Local values refer to each other in a loop",
-			Detail:   fmt.Sprintf("These locals depend on each other and cannot be evaluated: %s.", strings.Join(loop, ", ")),
-			Subject:  attrs[strings.TrimPrefix(loop[0], "local.")].NameRange.Ptr(),
-		})
-		for _, n := range names {
-			if !done[n] {
-				values[n] = cty.DynamicVal
-			}
+	return true
+}
+
+// evalLocal evaluates local name, whose locals are all in values; on an
+// error its value is unknown, so that its uses are not reported again.
+func evalLocal(name string, a *hcl.Attribute, base scope, values map[string]cty.Value) (cty.Value, hcl.Diagnostics) {
+	sc := base
+	sc.locals = values
+	v, diags := fastOnce(a.Expr).Value(sc.evalContext(nil))
+	if diags.HasErrors() {
+		return cty.DynamicVal, diags
+	}
+	if hd := hugeNumberDiag(v, "local."+name, a.Expr.Range().Ptr()); hd != nil {
+		return cty.DynamicVal, append(diags, hd)
+	}
+	return v, diags
+}
+
+// localLoop is the error for the locals not done, which refer to each
+// other in a loop; it gives them unknown values.
+func localLoop(attrs map[string]*hcl.Attribute, names []string, done map[string]bool, values map[string]cty.Value) *hcl.Diagnostic {
+	var loop []string
+	for _, n := range names {
+		if !done[n] {
+			loop = append(loop, "local."+n)
+			values[n] = cty.DynamicVal
 		}
 	}
-	return values, diags
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Local values refer to each other in a loop",
+		Detail:   fmt.Sprintf("These locals depend on each other and cannot be evaluated: %s.", strings.Join(loop, ", ")),
+		Subject:  attrs[strings.TrimPrefix(loop[0], "local.")].NameRange.Ptr(),
+	}
 }

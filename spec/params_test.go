@@ -6,7 +6,33 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
+
+// paramsContext is the context the params below are evaluated
+// in: values of every kind a param may have.
+func paramsContext() *hcl.EvalContext {
+	return &hcl.EvalContext{
+		Variables: map[string]cty.Value{
+			"each": cty.ObjectVal(map[string]cty.Value{"key": cty.StringVal("k1"), "value": cty.StringVal("cafe\u0301")}),
+			"var": cty.ObjectVal(map[string]cty.Value{
+				"n":       cty.NumberIntVal(42),
+				"f":       cty.NumberFloatVal(0.1),
+				"big":     cty.MustParseNumberVal("123456789012345678901234567890.5"),
+				"b":       cty.True,
+				"null":    cty.NullVal(cty.String),
+				"unknown": cty.UnknownVal(cty.String),
+				"secret":  cty.StringVal("hunter2").Mark("sensitive"),
+				"list":    cty.ListVal([]cty.Value{cty.StringVal("a")}),
+				"obj":     cty.ObjectVal(map[string]cty.Value{"a": cty.StringVal("x")}),
+				"dyn":     cty.DynamicVal,
+			}),
+		},
+		Functions: funcs.Std(),
+	}
+}
 
 // TestParamsByItem: params written as an object give, item by item, the
 // params and diagnostics that evaluating the object gives.
@@ -30,7 +56,7 @@ func TestParamsByItem(t *testing.T) {
 		if diags.HasErrors() {
 			t.Fatalf("%s: %v", src, diags)
 		}
-		ctx := fastTemplateContext()
+		ctx := paramsContext()
 		fast := &Phase{Params: map[string]string{}}
 		fastDiags := evalParams(fast, expr, ctx)
 		slow := &Phase{Params: map[string]string{}}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // DefaultFile is the spec file name looked up in the current directory.
@@ -117,9 +118,8 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 }
 
 // parseHCL parses src as the spec file filename, as hclparse's ParseHCL
-// does, large ones on every core (parseSplit). A file parsed cleanly
-// before, with the same bytes, is not parsed again; one that had errors,
-// or whose bytes changed, is.
+// does. A file parsed cleanly before, with the same bytes, is
+// not parsed again; one that had errors, or whose bytes changed, is.
 func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnostics) {
 	if f := p.parsed[filename]; f != nil && bytes.Equal(f.Bytes, src) {
 		return f, nil
@@ -129,7 +129,7 @@ func (p *Parser) parseHCL(src []byte, filename string) (*hcl.File, hcl.Diagnosti
 		p.p.AddFile(filename, &hcl.File{Body: hcl.EmptyBody(), Bytes: src})
 		return nil, diags
 	}
-	f, diags := parseSplit(src, filename)
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	p.p.AddFile(filename, f) // for the messages' snippets
 	if !diags.HasErrors() {
 		if p.parsed == nil {

@@ -83,7 +83,63 @@ type phaseRef struct {
 
 var envNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
+// decodePhases decodes the phase blocks into s.Phases: each block's
+// references are collected to order the blocks, then each is evaluated
+// in that order (every instance of a block with for_each), and the
+// phases are linked by the paths they share.
 func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
+	raws, order, diags := declarePhases(blocks)
+	names := make([]string, 0, len(order))
+	for _, rp := range order {
+		names = append(names, rp.name)
+	}
+	sort.Strings(names)
+
+	// Collect references and order phases by them.
+	var refGraph dag.Graph
+	for _, rp := range order {
+		refGraph.Add(rp.name)
+		diags = append(diags, rp.collect(raws, names)...)
+		for _, r := range append(append(append([]phaseRef(nil), rp.refs...), rp.deps...), rp.forEachRefs...) {
+			if r.phase == rp.name {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Phase refers to itself",
+					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs; to name its own paths, write self.outputs.NAME or self.inputs[i] (in command, env, params and the other attributes but inputs and outputs).", rp.name),
+					Subject:  r.rng.Ptr(),
+				})
+				continue
+			}
+			refGraph.Connect(r.phase, rp.name)
+		}
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	evalOrder, err := refGraph.TopoOrder()
+	if err != nil {
+		return append(diags, cycleDiagnostic(err, raws))
+	}
+
+	ev := newPhaseEval(sc, raws, order)
+	for _, name := range evalOrder {
+		diags = append(diags, ev.block(raws[name])...)
+	}
+	if diags.HasErrors() {
+		return diags
+	}
+	ev.fill(s, order)
+	diags = append(diags, linkPhases(s, raws)...)
+	if !diags.HasErrors() {
+		diags = append(diags, unreadTemporary(s)...)
+	}
+	diags = append(diags, checkResources(s, raws)...)
+	return diags
+}
+
+// declarePhases decodes each phase block's attributes and blocks, by
+// name, and in the order written.
+func declarePhases(blocks []*hcl.Block) (map[string]*rawPhase, []*rawPhase, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	raws := map[string]*rawPhase{}
 	var order []*rawPhase
@@ -114,90 +170,77 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 		raws[name] = rp
 		order = append(order, rp)
 	}
-	names := make([]string, 0, len(order))
-	for _, rp := range order {
-		names = append(names, rp.name)
-	}
-	sort.Strings(names)
+	return raws, order, diags
+}
 
-	// Collect references and order phases by them.
-	var refGraph dag.Graph
-	for _, rp := range order {
-		refGraph.Add(rp.name)
-		for attrName, a := range rp.attrs {
-			switch attrName {
-			case "depends_on":
-				deps, d := decodeDependsOn(a.Expr, raws, names)
-				diags = append(diags, d...)
-				rp.deps = deps
-				continue
-			case "for_each":
-				refs, d := collectRefs(a.Expr, raws, names)
-				diags = append(diags, d...)
-				diags = append(diags, selfInPaths(a)...)
-				rp.forEach, rp.forEachRefs = withParallelFors(a.Expr), refs
-				if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
-					rp.eachPhase = refs[0].phase
-				}
-				continue
+// collect finds rp's references to other phases (refs, deps,
+// forEachRefs), to each and to self.
+func (rp *rawPhase) collect(raws map[string]*rawPhase, names []string) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for attrName, a := range rp.attrs {
+		switch attrName {
+		case "depends_on":
+			deps, d := decodeDependsOn(a.Expr, raws, names)
+			diags = append(diags, d...)
+			rp.deps = deps
+			continue
+		case "for_each":
+			refs, d := collectRefs(a.Expr, raws, names)
+			diags = append(diags, d...)
+			diags = append(diags, selfInPaths(a)...)
+			rp.forEach, rp.forEachRefs = fastOnce(a.Expr), refs
+			if tr, dd := hcl.AbsTraversalForExpr(a.Expr); !dd.HasErrors() && tr.RootName() == "phase" && len(tr) == 2 && len(refs) == 1 {
+				rp.eachPhase = refs[0].phase
 			}
+			continue
+		}
+		refs, d := collectRefs(a.Expr, raws, names)
+		diags = append(diags, d...)
+		rp.refs = append(rp.refs, refs...)
+		rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
+		if attrName == "inputs" || attrName == "outputs" {
+			diags = append(diags, selfInPaths(a)...)
+		} else if usesSelf(a.Expr) {
+			rp.usesSelf = true
+		}
+	}
+	for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.execBlocks...) {
+		attrs, _ := b.Body.JustAttributes()
+		for _, a := range attrs {
 			refs, d := collectRefs(a.Expr, raws, names)
 			diags = append(diags, d...)
 			rp.refs = append(rp.refs, refs...)
-			rp.eachRefs = append(rp.eachRefs, collectEachRefs(a.Expr)...)
-			if attrName == "inputs" || attrName == "outputs" {
-				diags = append(diags, selfInPaths(a)...)
-			} else if usesSelf(a.Expr) {
-				rp.usesSelf = true
-			}
-		}
-		for _, b := range append(append([]*hcl.Block(nil), rp.budgets...), rp.execBlocks...) {
-			attrs, _ := b.Body.JustAttributes()
-			for _, a := range attrs {
-				refs, d := collectRefs(a.Expr, raws, names)
-				diags = append(diags, d...)
-				rp.refs = append(rp.refs, refs...)
-				rp.usesSelf = rp.usesSelf || usesSelf(a.Expr)
-			}
-		}
-		for attrName, a := range rp.attrs {
-			if attrName != "depends_on" && attrName != "for_each" {
-				a.Expr = withFastTemplates(a.Expr)
-			}
-		}
-		if len(rp.eachRefs) > 0 && rp.forEach == nil {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  `Reference to "each" in a phase without for_each`,
-				Detail:   "each.key and each.value exist only in a phase with a for_each argument.",
-				Subject:  rp.eachRefs[0].rng.Ptr(),
-			})
-		}
-		for _, r := range append(append(append([]phaseRef(nil), rp.refs...), rp.deps...), rp.forEachRefs...) {
-			if r.phase == rp.name {
-				diags = append(diags, &hcl.Diagnostic{
-					Severity: hcl.DiagError,
-					Summary:  "Phase refers to itself",
-					Detail:   fmt.Sprintf("Phase %q cannot depend on its own outputs; to name its own paths, write self.outputs.NAME or self.inputs[i] (in command, env, params and the other attributes but inputs and outputs).", rp.name),
-					Subject:  r.rng.Ptr(),
-				})
-				continue
-			}
-			refGraph.Connect(r.phase, rp.name)
+			rp.usesSelf = rp.usesSelf || usesSelf(a.Expr)
 		}
 	}
-	if diags.HasErrors() {
-		return diags
+	if len(rp.eachRefs) > 0 && rp.forEach == nil {
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  `Reference to "each" in a phase without for_each`,
+			Detail:   "each.key and each.value exist only in a phase with a for_each argument.",
+			Subject:  rp.eachRefs[0].rng.Ptr(),
+		})
 	}
-	evalOrder, err := refGraph.TopoOrder()
-	if err != nil {
-		return append(diags, cycleDiagnostic(err, raws))
-	}
+	return diags
+}
 
-	// Evaluate phases in dependency order. phase.NAME's value is made
-	// only for a phase another one refers to: a sweep's value is an
-	// object of all its instances (at 100,000 instances, a fifth of
-	// loading when nothing reads it).
+// phaseEval evaluates phase blocks in dependency order.
+type phaseEval struct {
+	sc *scope
+	// raws are the blocks by name; referenced those another refers to.
+	raws       map[string]*rawPhase
+	referenced map[string]bool
+	// values are phase.NAME's values, of the blocks referenced.
+	values    map[string]cty.Value
+	evaluated map[string]*Phase   // by address
+	instances map[string][]*Phase // block name -> its phases in key order
+	total     int                 // phases so far, for maxPhases
+}
+
+func newPhaseEval(sc *scope, raws map[string]*rawPhase, order []*rawPhase) *phaseEval {
+	// phase.NAME's value is made only for a phase another one refers
+	// to: a sweep's value is an object of all its instances (at 100,000
+	// instances, a fifth of loading when nothing reads it).
 	referenced := map[string]bool{}
 	for _, rp := range order {
 		for _, r := range rp.refs {
@@ -207,77 +250,81 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			referenced[r.phase] = true
 		}
 	}
-	values := map[string]cty.Value{}
-	evaluated := map[string]*Phase{}
-	instances := map[string][]*Phase{} // block name -> its phases in key order
-	total := 0                         // phases so far, for maxPhases
-	for _, name := range evalOrder {
-		rp := raws[name]
-		if d := instanceMapRefs(rp, raws, values, instances); len(d) > 0 {
-			// Once here, not once for every instance of rp.
-			diags = append(diags, d...)
-			values[name] = cty.DynamicVal
-			continue
-		}
-		if rp.forEach == nil {
-			total++
-			p, d := evalPhase(rp, sc, values, evaluated, instances, nil)
-			diags = append(diags, d...)
-			if p == nil {
-				values[name] = cty.DynamicVal
-				continue
-			}
-			evaluated[p.Addr] = p
-			instances[name] = []*Phase{p}
-			if referenced[name] {
-				values[name] = phaseValue(p, rp)
-			}
-			continue
-		}
-		each, d := evalForEach(rp, sc, values)
-		diags = append(diags, d...)
-		if !d.HasErrors() && total+len(each) > maxPhases {
-			d = hcl.Diagnostics{tooManyPhases(rp, len(each), total+len(each))}
-			diags = append(diags, d...)
-		}
-		if d.HasErrors() {
-			values[name] = cty.DynamicVal
-			continue
-		}
-		total += len(each)
-		ps, ds := evalInstances(rp, sc, values, evaluated, instances, each)
-		failed := false
-		for i, p := range ps {
-			diags = append(diags, ds[i]...)
-			if p == nil {
-				failed = true
-				continue
-			}
-			evaluated[p.Addr] = p
-			instances[name] = append(instances[name], p)
-		}
-		switch {
-		case failed:
-			values[name] = cty.DynamicVal
-		case referenced[name]:
-			objs := make(map[string]cty.Value, len(ps))
-			for i, p := range ps {
-				objs[each[i].key] = phaseValue(p, rp)
-			}
-			values[name] = cty.ObjectVal(objs)
-		}
+	return &phaseEval{
+		sc:         sc,
+		raws:       raws,
+		referenced: referenced,
+		values:     map[string]cty.Value{},
+		evaluated:  map[string]*Phase{},
+		instances:  map[string][]*Phase{},
 	}
-	if diags.HasErrors() {
+}
+
+// block evaluates the phase block rp, every instance of it when it has
+// for_each, after the blocks it refers to.
+func (ev *phaseEval) block(rp *rawPhase) hcl.Diagnostics {
+	name := rp.name
+	if d := instanceMapRefs(rp, ev.raws, ev.values, ev.instances); len(d) > 0 {
+		// Once here, not once for every instance of rp.
+		ev.values[name] = cty.DynamicVal
+		return d
+	}
+	if rp.forEach == nil {
+		ev.total++
+		p, diags := evalPhase(rp, ev.sc, ev.values, ev.evaluated, ev.instances, nil)
+		if p == nil {
+			ev.values[name] = cty.DynamicVal
+			return diags
+		}
+		ev.evaluated[p.Addr] = p
+		ev.instances[name] = []*Phase{p}
+		if ev.referenced[name] {
+			ev.values[name] = phaseValue(p, rp)
+		}
 		return diags
 	}
+	each, diags := evalForEach(rp, ev.sc, ev.values)
+	if !diags.HasErrors() && ev.total+len(each) > maxPhases {
+		diags = append(diags, tooManyPhases(rp, len(each), ev.total+len(each)))
+	}
+	if diags.HasErrors() {
+		ev.values[name] = cty.DynamicVal
+		return diags
+	}
+	ev.total += len(each)
+	ps, ds := evalInstances(rp, ev.sc, ev.values, ev.evaluated, ev.instances, each)
+	failed := false
+	for i, p := range ps {
+		diags = append(diags, ds[i]...)
+		if p == nil {
+			failed = true
+			continue
+		}
+		ev.evaluated[p.Addr] = p
+		ev.instances[name] = append(ev.instances[name], p)
+	}
+	switch {
+	case failed:
+		ev.values[name] = cty.DynamicVal
+	case ev.referenced[name]:
+		objs := make(map[string]cty.Value, len(ps))
+		for i, p := range ps {
+			objs[each[i].key] = phaseValue(p, rp)
+		}
+		ev.values[name] = cty.ObjectVal(objs)
+	}
+	return diags
+}
 
-	s.byAddr = make(map[string]*Phase, len(evaluated))
-	if len(evaluated) > 0 {
-		s.Phases = make([]*Phase, 0, len(evaluated))
+// fill gives s the phases evaluated, block by block in the order written.
+func (ev *phaseEval) fill(s *Spec, order []*rawPhase) {
+	s.byAddr = make(map[string]*Phase, len(ev.evaluated))
+	if len(ev.evaluated) > 0 {
+		s.Phases = make([]*Phase, 0, len(ev.evaluated))
 	}
 	s.blocks = map[string][]string{}
 	for _, rp := range order {
-		for _, p := range instances[rp.name] {
+		for _, p := range ev.instances[rp.name] {
 			applyExecutorDefaults(p, s.Experiment)
 			s.Phases = append(s.Phases, p)
 			s.byAddr[p.Addr] = p
@@ -287,12 +334,6 @@ func decodePhases(s *Spec, blocks []*hcl.Block, sc *scope) hcl.Diagnostics {
 			s.blocks[rp.name] = []string{} // a sweep over nothing
 		}
 	}
-	diags = append(diags, linkPhases(s, raws)...)
-	if !diags.HasErrors() {
-		diags = append(diags, unreadTemporary(s)...)
-	}
-	diags = append(diags, checkResources(s, raws)...)
-	return diags
 }
 
 // evalInstances evaluates the instances each of a phase with for_each,

@@ -61,6 +61,30 @@ var quickFuncs = map[string]bool{
 	"strrev": true, "title": true, "trimprefix": true, "trimsuffix": true,
 }
 
+// quickForExpr is a for expression producing a tuple, with no key
+// variable (for v in coll : ..., the usual sweep), evaluated by quickFor
+// when it can and by HCL otherwise.
+type quickForExpr struct {
+	*hclsyntax.ForExpr
+}
+
+func (e quickForExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
+	if v, ok := quickFor(e.ForExpr, ctx); ok {
+		return v, nil
+	}
+	return e.ForExpr.Value(ctx)
+}
+
+// quickForOf makes x a quickForExpr when it is a for expression quickFor
+// may take. The for expressions nested in it are quickFor's part.
+func quickForOf(x hclsyntax.Expression) (hclsyntax.Expression, bool) {
+	e, ok := x.(*hclsyntax.ForExpr)
+	if !ok || e.KeyExpr != nil || e.KeyVar != "" || e.Group {
+		return x, false
+	}
+	return quickForExpr{e}, true
+}
+
 // testHookQuickFor, set by tests only, is called when quickFor gives a
 // for expression's value.
 var testHookQuickFor func()
@@ -162,8 +186,6 @@ func (q *quick) expr(x hclsyntax.Expression) (qv, bool) {
 		return q.expr(e.Wrapped)
 	case *hclsyntax.TemplateExpr:
 		return q.template(e.Parts)
-	case fastTemplate:
-		return q.template(e.Parts)
 	case *hclsyntax.BinaryOpExpr:
 		return q.binary(e)
 	case *hclsyntax.UnaryOpExpr:
@@ -195,7 +217,7 @@ func (q *quick) expr(x hclsyntax.Expression) (qv, bool) {
 		return q.call(e)
 	case *hclsyntax.ForExpr:
 		return q.forExpr(e)
-	case parallelFor:
+	case quickForExpr:
 		return q.forExpr(e.ForExpr)
 	}
 	return qv{}, false
@@ -489,7 +511,7 @@ func (q *quick) forExpr(e *hclsyntax.ForExpr) (qv, bool) {
 	}
 	var elems []qv
 	switch coll := e.CollExpr.(type) {
-	case *hclsyntax.ForExpr, parallelFor:
+	case *hclsyntax.ForExpr, quickForExpr:
 		v, ok := q.expr(coll)
 		if !ok {
 			return qv{}, false

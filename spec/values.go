@@ -11,6 +11,8 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/gocty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 // evalValue evaluates expr and checks that the result is known and not null.
@@ -136,9 +138,9 @@ func evalStringMap(expr hcl.Expression, ctx *hcl.EvalContext, what string) (map[
 // canonicalJSON renders a value as JSON; object keys come out sorted, so
 // equal values give equal bytes.
 func canonicalJSON(v cty.Value) (string, error) {
-	if typeMayHoldNumber(v.Type()) {
-		if n, ok := hugeNumberIn(v); ok {
-			return "", fmt.Errorf("a number with exponent %d (a power of two) is beyond ±1e%d: cairn does not write numbers this large or this small; quote it to pass it as text", n.AsBigFloat().MantExp(nil), maxExponent)
+	if funcs.MayHoldNumber(v.Type()) {
+		if n, ok := funcs.HugeNumberIn(v); ok {
+			return "", fmt.Errorf("a number with exponent %d (a power of two) is beyond ±1e%d: cairn does not write numbers this large or this small; quote it to pass it as text", n.AsBigFloat().MantExp(nil), funcs.MaxExponent)
 		}
 	}
 	b, err := ctyjson.Marshal(v, v.Type())

@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/cairn-run/cairn/spec/funcs"
 )
 
 var variableSchema = &hcl.BodySchema{
@@ -44,6 +46,36 @@ type variable struct {
 // decodeVariables decodes variable blocks and picks each value: -var
 // first, then CAIRN_VAR_NAME from the environment, then the default.
 func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string) (string, bool)) (map[string]cty.Value, map[string]bool, hcl.Diagnostics) {
+	decl, names, diags := declareVariables(blocks)
+	given, d := givenValues(cli, decl, names)
+	diags = append(diags, d...)
+	values := map[string]cty.Value{}
+	for _, name := range names {
+		val, d := chooseValue(decl[name], given, lookupEnv)
+		diags = append(diags, d...)
+		values[name] = val
+	}
+	sensitive := map[string]bool{}
+	for _, name := range names {
+		v := decl[name]
+		if v.sensitive {
+			sensitive[name] = true
+		}
+		if hd := hugeNumberDiag(values[name], "var."+name+" ("+v.source+")", v.declared.Ptr()); hd != nil {
+			diags = append(diags, hd)
+			values[name] = cty.DynamicVal
+			continue
+		}
+		if val := values[name]; val.IsWhollyKnown() {
+			diags = append(diags, validateVariable(v, val)...)
+		}
+	}
+	return values, sensitive, diags
+}
+
+// declareVariables decodes the variable blocks, by name, and returns
+// their names sorted.
+func declareVariables(blocks []*hcl.Block) (map[string]*variable, []string, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	decl := map[string]*variable{}
 	var names []string
@@ -67,47 +99,66 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			})
 			continue
 		}
-		v := &variable{name: name, typ: cty.DynamicPseudoType, declared: b.DefRange}
-		content, d := b.Body.Content(variableSchema)
-		diags = append(diags, betterSuggestions(d, variableSchema)...)
-		v.validations = content.Blocks.OfType("validation")
-		if a, ok := content.Attributes["sensitive"]; ok {
-			var d hcl.Diagnostics
-			v.sensitive, d = evalBool(a.Expr, nil, "sensitive")
-			diags = append(diags, d...)
-		}
-		if a, ok := content.Attributes["type"]; ok {
-			t, d := typeexpr.TypeConstraint(a.Expr)
-			diags = append(diags, d...)
-			if !d.HasErrors() {
-				v.typ = t
-			}
-		}
-		if a, ok := content.Attributes["default"]; ok {
-			val, d := a.Expr.Value(nil)
-			diags = append(diags, d...)
-			if !d.HasErrors() {
-				conv, err := convert.Convert(val, v.typ)
-				if err != nil {
-					diags = append(diags, &hcl.Diagnostic{
-						Severity: hcl.DiagError,
-						Summary:  "Invalid default value for variable",
-						Detail:   fmt.Sprintf("The default of %q does not match its type: %v.", name, err),
-						Subject:  a.Expr.Range().Ptr(),
-					})
-				} else {
-					v.def, v.hasDef = conv, true
-				}
-			}
-		}
+		v, d := decodeVariable(name, b)
+		diags = append(diags, d...)
 		decl[name] = v
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	return decl, names, diags
+}
 
-	values := map[string]cty.Value{}
-	fromCLI := map[string]string{}
-	fromFile := map[string]VarValue{}
+// decodeVariable decodes the variable block b named name: its type,
+// default, sensitivity and validation blocks.
+func decodeVariable(name string, b *hcl.Block) (*variable, hcl.Diagnostics) {
+	v := &variable{name: name, typ: cty.DynamicPseudoType, declared: b.DefRange}
+	content, diags := b.Body.Content(variableSchema)
+	diags = betterSuggestions(diags, variableSchema)
+	v.validations = content.Blocks.OfType("validation")
+	if a, ok := content.Attributes["sensitive"]; ok {
+		var d hcl.Diagnostics
+		v.sensitive, d = evalBool(a.Expr, nil, "sensitive")
+		diags = append(diags, d...)
+	}
+	if a, ok := content.Attributes["type"]; ok {
+		t, d := typeexpr.TypeConstraint(a.Expr)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			v.typ = t
+		}
+	}
+	if a, ok := content.Attributes["default"]; ok {
+		val, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			conv, err := convert.Convert(val, v.typ)
+			if err != nil {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid default value for variable",
+					Detail:   fmt.Sprintf("The default of %q does not match its type: %v.", name, err),
+					Subject:  a.Expr.Range().Ptr(),
+				})
+			} else {
+				v.def, v.hasDef = conv, true
+			}
+		}
+	}
+	return v, diags
+}
+
+// givenVars are the values given on the command line: by -var (text)
+// and by -var-file (values), the last of each name winning.
+type givenVars struct {
+	cli  map[string]string
+	file map[string]VarValue
+}
+
+// givenValues sorts the values given on the command line by where they
+// came from; a value for an undeclared variable is an error.
+func givenValues(cli []VarValue, decl map[string]*variable, names []string) (givenVars, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	g := givenVars{cli: map[string]string{}, file: map[string]VarValue{}}
 	for _, kv := range cli {
 		if _, ok := decl[kv.Name]; !ok {
 			where := fmt.Sprintf("-var %s=...", kv.Name)
@@ -124,67 +175,49 @@ func decodeVariables(blocks []*hcl.Block, cli []VarValue, lookupEnv func(string)
 			continue
 		}
 		if kv.File != "" {
-			fromFile[kv.Name] = kv
-			delete(fromCLI, kv.Name)
+			g.file[kv.Name] = kv
+			delete(g.cli, kv.Name)
 			continue
 		}
-		delete(fromFile, kv.Name)
-		fromCLI[kv.Name] = kv.Value
+		delete(g.file, kv.Name)
+		g.cli[kv.Name] = kv.Value
 	}
-	for _, name := range names {
-		v := decl[name]
-		raw, source := fromCLI[name], "-var "+name
-		fv, inFile := fromFile[name]
-		ok := false
-		if _, set := fromCLI[name]; set {
-			ok = true
-		} else if lookupEnv != nil && !inFile {
-			// Looked up only when it can count (a -var-file wins over
-			// it): a lookup is recorded by the spec memo, which a change
-			// of an unused CAIRN_VAR_ would otherwise invalidate.
-			raw, ok = lookupEnv("CAIRN_VAR_" + name)
-			source = "CAIRN_VAR_" + name
-		}
-		switch {
-		case inFile:
-			val, d := convertFileValue(v, fv)
-			diags = append(diags, d...)
-			values[name] = val
-			v.source = "the value from " + fv.File
-		case ok:
-			val, d := parseVarValue(v, raw, source)
-			diags = append(diags, d...)
-			values[name] = val
-			v.source = "the value from " + source
-		case v.hasDef:
-			values[name] = v.def
-			v.source = "the default"
-		default:
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "No value for required variable",
-				Detail:   fmt.Sprintf("Variable %q has no default. Set it with -var %s=VALUE, in a -var-file, or with the environment variable CAIRN_VAR_%s.", name, name, name),
-				Subject:  v.declared.Ptr(),
-			})
-			values[name] = cty.DynamicVal
-		}
+	return g, diags
+}
+
+// chooseValue picks v's value (and sets v.source): given on the command
+// line, else CAIRN_VAR_NAME, else the default.
+func chooseValue(v *variable, given givenVars, lookupEnv func(string) (string, bool)) (cty.Value, hcl.Diagnostics) {
+	name := v.name
+	raw, source := given.cli[name], "-var "+name
+	fv, inFile := given.file[name]
+	ok := false
+	if _, set := given.cli[name]; set {
+		ok = true
+	} else if lookupEnv != nil && !inFile {
+		// Looked up only when it can count (a -var-file wins over
+		// it): a lookup is recorded by the spec memo, which a change
+		// of an unused CAIRN_VAR_ would otherwise invalidate.
+		raw, ok = lookupEnv("CAIRN_VAR_" + name)
+		source = "CAIRN_VAR_" + name
 	}
-	sensitive := map[string]bool{}
-	for _, name := range names {
-		v := decl[name]
-		if v.sensitive {
-			sensitive[name] = true
-		}
-		if hd := hugeNumberDiag(values[name], "var."+name+" ("+v.source+")", v.declared.Ptr()); hd != nil {
-			diags = append(diags, hd)
-			values[name] = cty.DynamicVal
-			continue
-		}
-		if val := values[name]; val.IsWhollyKnown() {
-			diags = append(diags, validateVariable(v, val)...)
-		}
+	switch {
+	case inFile:
+		v.source = "the value from " + fv.File
+		return convertFileValue(v, fv)
+	case ok:
+		v.source = "the value from " + source
+		return parseVarValue(v, raw, source)
+	case v.hasDef:
+		v.source = "the default"
+		return v.def, nil
 	}
-	return values, sensitive, diags
+	return cty.DynamicVal, hcl.Diagnostics{{
+		Severity: hcl.DiagError,
+		Summary:  "No value for required variable",
+		Detail:   fmt.Sprintf("Variable %q has no default. Set it with -var %s=VALUE, in a -var-file, or with the environment variable CAIRN_VAR_%s.", name, name, name),
+		Subject:  v.declared.Ptr(),
+	}}
 }
 
 // validateVariable checks a variable's value against its validation
@@ -194,7 +227,7 @@ func validateVariable(v *variable, val cty.Value) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	ctx := &hcl.EvalContext{
 		Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{v.name: val})},
-		Functions: functions(),
+		Functions: funcs.Std(),
 	}
 	for _, b := range v.validations {
 		content, d := b.Body.Content(validationSchema)

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/internal/hclfmt"
 )
 
 func newFmtCommand(g *globals) *cobra.Command {
@@ -39,7 +39,7 @@ print the files that are not formatted and exit 1 if there are any.`,
 					diags = append(diags, d...)
 					continue
 				}
-				out := spec.Format(src)
+				out := hclfmt.Format(src)
 				if bytes.Equal(out, src) {
 					continue
 				}

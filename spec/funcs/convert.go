@@ -1,4 +1,4 @@
-package spec
+package funcs
 
 import (
 	"fmt"
@@ -33,8 +33,8 @@ func makeToFunc(kind string) function.Function {
 			if err == nil && kind == "number" {
 				// Reading a number from text is quick; writing one beyond
 				// the bound out is not (it grows with the exponent).
-				if _, huge := hugeNumberIn(v); huge {
-					return cty.NilVal, function.NewArgErrorf(0, "the exponent of %s is beyond ±%d: cairn does not read numbers this large or this small", displayArg(args[0]), maxExponent)
+				if _, huge := HugeNumberIn(v); huge {
+					return cty.NilVal, function.NewArgErrorf(0, "the exponent of %s is beyond ±%d: cairn does not read numbers this large or this small", displayArg(args[0]), MaxExponent)
 				}
 			}
 			return v, err

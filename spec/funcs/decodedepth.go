@@ -1,4 +1,4 @@
-package spec
+package funcs
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 )
 
-// maxDecodeNesting bounds the nesting of [ and { in the text yamldecode
+// MaxDecodeNesting bounds the nesting of [ and { in the text yamldecode
 // and jsondecode read. Both decoders take time growing with the square
 // of that depth: a few hundred KB of nested brackets would stall a run
 // for minutes.
-const maxDecodeNesting = 1000
+const MaxDecodeNesting = 1000
 
 // yamlDecodeFunc and jsonDecodeFunc are go-cty's yamldecode and
-// jsondecode, refusing text nested deeper than maxDecodeNesting before
+// jsondecode, refusing text nested deeper than MaxDecodeNesting before
 // the decoder sees it.
 var (
 	yamlDecodeFunc = depthChecked(ctyyaml.YAMLDecodeFunc, "YAML", yamlFlowDepth)
@@ -25,8 +25,8 @@ var (
 
 func depthChecked(f function.Function, lang string, depth func(string) int) function.Function {
 	check := func(v cty.Value) error {
-		if v.IsKnown() && !v.IsNull() && depth(v.AsString()) > maxDecodeNesting {
-			return fmt.Errorf("the %s text nests [ and { more than %d levels deep: cairn does not decode %s nested this deep", lang, maxDecodeNesting, lang)
+		if v.IsKnown() && !v.IsNull() && depth(v.AsString()) > MaxDecodeNesting {
+			return fmt.Errorf("the %s text nests [ and { more than %d levels deep: cairn does not decode %s nested this deep", lang, MaxDecodeNesting, lang)
 		}
 		return nil
 	}

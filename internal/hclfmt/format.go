@@ -1,4 +1,6 @@
-package spec
+// Package hclfmt lays out HCL source in the canonical style of `cairn
+// fmt` (hclwrite's), without linking hclwrite.
+package hclfmt
 
 import (
 	"bytes"

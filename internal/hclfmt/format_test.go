@@ -1,4 +1,4 @@
-package spec
+package hclfmt
 
 import (
 	"bytes"
@@ -199,12 +199,13 @@ func formatCorpus(tb testing.TB) []corpusFile {
 
 func readCorpus(tempDir func() string) ([]corpusFile, error) {
 	var files []corpusFile
-	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+	const root = "../.."
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
-			if path != ".." && strings.HasPrefix(d.Name(), ".") || d.Name() == "fuzz" {
+			if path != root && strings.HasPrefix(d.Name(), ".") || d.Name() == "fuzz" {
 				return filepath.SkipDir
 			}
 			return nil
@@ -249,7 +250,7 @@ func genSpec(dir string, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(goTool, append([]string{"run", "../bench/gen", "-o", dir}, args...)...)
+	cmd := exec.Command(goTool, append([]string{"run", "../../bench/gen", "-o", dir}, args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, &genError{args, err, out}
 	}
@@ -263,7 +264,7 @@ type genError struct {
 }
 
 func (e *genError) Error() string {
-	return "go run ../bench/gen " + strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + string(e.out)
+	return "go run ../../bench/gen " + strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + string(e.out)
 }
 
 // TestFormatCases compares Format with hclwrite.Format on the hand-written
