@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache/remote"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/callmemo"
 )
 
 func newMemoCommand(g *globals) *cobra.Command {
@@ -41,7 +41,7 @@ swallow the loop's input.`,
 			if err != nil {
 				return err
 			}
-			opts := engine.MemoOptions{
+			opts := callmemo.Options{
 				Argv:     args,
 				EnvNames: envNames,
 				Inputs:   inputs,
@@ -52,7 +52,7 @@ swallow the loop's input.`,
 			if !isatty.IsTerminal(os.Stdin.Fd()) {
 				opts.Stdin = os.Stdin
 			}
-			res, err := engine.Memo(g.watchContext(cmd.Context()), c, opts)
+			res, err := callmemo.Run(g.watchContext(cmd.Context()), c, opts)
 			if res != nil && res.ExitCode != 0 {
 				if err != nil {
 					return errors.Join(err, &exitError{code: res.ExitCode})

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cache/remote"
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/callmemo"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -127,10 +127,10 @@ func serveMemo(c *remote.Tiered, line []byte, environ []string) memoResponse {
 	if req.Function == "" {
 		return memoResponse{Error: "no function named"}
 	}
-	call := engine.MemoCall{Function: req.Function, Version: req.Version, Args: req.Args}
+	call := callmemo.Call{Function: req.Function, Version: req.Version, Args: req.Args}
 	switch req.Op {
 	case "get":
-		rec, err := engine.LookupCall(c, call, environ)
+		rec, err := callmemo.LookupCall(c, call, environ)
 		if err != nil {
 			return memoResponse{Error: err.Error()}
 		}
@@ -139,8 +139,8 @@ func serveMemo(c *remote.Tiered, line []byte, environ []string) memoResponse {
 		}
 		return memoResponse{Hit: true, Result: rec.Result, Raised: rec.Raised, Cost: rec.Spend.Cost, Iterations: rec.Spend.Iterations}
 	case "put":
-		rec := engine.CallRecord{Result: req.Result, Raised: req.Raised, Spend: runrec.SumReport([]byte(req.Report))}
-		why, err := engine.RecordCall(c, call, rec, environ)
+		rec := callmemo.CallRecord{Result: req.Result, Raised: req.Raised, Spend: runrec.SumReport([]byte(req.Report))}
+		why, err := callmemo.RecordCall(c, call, rec, environ)
 		if err != nil {
 			return memoResponse{Error: err.Error()}
 		}

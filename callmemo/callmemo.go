@@ -1,4 +1,11 @@
-package engine
+// Package callmemo memoises single calls through the cache: a command
+// for cairn memo (its key is its argv, stdin, named environment variables
+// and input files; a hit replays the recorded stdout and exit status, a
+// miss runs the command and records them), and a language binding's
+// function call for cairn memo-serve (LookupCall, RecordCall). It is a package of
+// its own because it shares nothing with a pipeline run but the cache
+// and the spending record: no spec, no workspace, no scheduling.
+package callmemo
 
 import (
 	"bytes"
@@ -21,8 +28,8 @@ import (
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// MemoOptions describe one memoised command.
-type MemoOptions struct {
+// Options describe one memoised command.
+type Options struct {
 	// Argv is the command to run.
 	Argv []string
 	// EnvNames are environment variables whose values enter the key.
@@ -42,8 +49,8 @@ type MemoOptions struct {
 	Dir string
 }
 
-// MemoResult says how a memoised command ended.
-type MemoResult struct {
+// Result says how a memoised command ended.
+type Result struct {
 	ExitCode int
 	Hit      bool
 	// Spend is what the command reported when it ran: charged now on a
@@ -62,7 +69,7 @@ func lookupEnv(environ []string, name string) (string, bool) {
 }
 
 // memoComponents builds the key of a memoised call.
-func memoComponents(o *MemoOptions, stdin cache.Digest) ([]cache.Component, error) {
+func memoComponents(o *Options, stdin cache.Digest) ([]cache.Component, error) {
 	secret := map[string]bool{}
 	var names []string
 	if list, ok := lookupEnv(o.Environ, "CAIRN_SECRET_NAMES"); ok {
@@ -119,12 +126,12 @@ func memoComponents(o *MemoOptions, stdin cache.Digest) ([]cache.Component, erro
 	return comps, nil
 }
 
-// Memo runs a command through the cache: a call whose argv, stdin, named
+// Run runs a command through the cache: a call whose argv, stdin, named
 // environment variables and input files were seen before replays the
 // recorded stdout and exit status without running anything; otherwise the
 // command runs, and its stdout, exit status and reported spending are
 // recorded. A command killed by a signal, or interrupted, is not recorded.
-func Memo(ctx context.Context, c *remote.Tiered, o MemoOptions) (*MemoResult, error) {
+func Run(ctx context.Context, c *remote.Tiered, o Options) (*Result, error) {
 	if len(o.Argv) == 0 {
 		return nil, errors.New("no command given")
 	}
@@ -162,7 +169,7 @@ func Memo(ctx context.Context, c *remote.Tiered, o MemoOptions) (*MemoResult, er
 	if err != nil {
 		return nil, err
 	}
-	res := &MemoResult{Spend: passReport(o.Environ, reportPath), Key: key}
+	res := &Result{Spend: passReport(o.Environ, reportPath), Key: key}
 	var ee *exec.ExitError
 	switch {
 	case waitErr == nil:
@@ -185,7 +192,7 @@ func Memo(ctx context.Context, c *remote.Tiered, o MemoOptions) (*MemoResult, er
 // is one. replayed is false when the command is to run: no call was
 // recorded, or its stdout was missing, or corrupt and moved aside, and
 // nothing was replayed.
-func replayMemo(c *remote.Tiered, key cache.ActionID, stdout io.Writer) (res *MemoResult, replayed bool, err error) {
+func replayMemo(c *remote.Tiered, key cache.ActionID, stdout io.Writer) (res *Result, replayed bool, err error) {
 	e, err := c.GetEntry(key)
 	if err != nil {
 		return nil, false, nil
@@ -193,7 +200,7 @@ func replayMemo(c *remote.Tiered, key cache.ActionID, stdout io.Writer) (res *Me
 	cw := &countingWriter{w: stdout}
 	err = c.CopyEntryBlob(cw, e, e.Stdout)
 	if err == nil {
-		return &MemoResult{ExitCode: e.ExitCode, Hit: true, Spend: runrec.Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, true, nil
+		return &Result{ExitCode: e.ExitCode, Hit: true, Spend: runrec.Spend{Cost: e.Cost, Iterations: e.Iterations}, Key: key}, true, nil
 	}
 	if cw.n > 0 || !(errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt)) {
 		return nil, true, fmt.Errorf("replay the recorded output: %w", err)
@@ -205,7 +212,7 @@ func replayMemo(c *remote.Tiered, key cache.ActionID, stdout io.Writer) (res *Me
 // reports going to reportPath, and returns how it ended (cmd.Wait's
 // error); err says it could not start. Cancelling ctx ends it with
 // SIGTERM.
-func runMemoCommand(ctx context.Context, o *MemoOptions, stdinF, outF *os.File, reportPath string) (waitErr, err error) {
+func runMemoCommand(ctx context.Context, o *Options, stdinF, outF *os.File, reportPath string) (waitErr, err error) {
 	env := make([]string, 0, len(o.Environ)+1)
 	for _, kv := range o.Environ {
 		if !strings.HasPrefix(kv, "CAIRN_REPORT=") {
@@ -261,7 +268,7 @@ func passReport(environ []string, reportPath string) runrec.Spend {
 // in the cache: its stdout in outF (at outPath), its exit status and
 // spending in res. A stdout that could not be made durable, or that holds
 // a secret, is not recorded.
-func recordMemo(c *remote.Tiered, o *MemoOptions, comps []cache.Component, res *MemoResult, outF *os.File, outPath string) error {
+func recordMemo(c *remote.Tiered, o *Options, comps []cache.Component, res *Result, outF *os.File, outPath string) error {
 	if err := outF.Sync(); err != nil {
 		return nil
 	}

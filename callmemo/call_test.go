@@ -1,4 +1,4 @@
-package engine
+package callmemo
 
 import (
 	"encoding/json"
@@ -10,39 +10,40 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
 )
 
 func TestMemoCallKey(t *testing.T) {
 	secretEnv := []string{"CAIRN_SECRET_NAMES=API_KEY", "API_KEY=sk-very-secret"}
-	base := MemoCall{Function: "model.ask", Version: "1", Args: `{"q":"why"}`}
+	base := Call{Function: "model.ask", Version: "1", Args: `{"q":"why"}`}
 	tests := []struct {
 		name      string
-		a, b      MemoCall
+		a, b      Call
 		envA      []string
 		envB      []string
 		wantEqual bool
 	}{
 		{name: "same call", a: base, b: base, wantEqual: true},
-		{name: "another function", a: base, b: MemoCall{Function: "model.tell", Version: "1", Args: base.Args}},
-		{name: "another version", a: base, b: MemoCall{Function: base.Function, Version: "2", Args: base.Args}},
-		{name: "other arguments", a: base, b: MemoCall{Function: base.Function, Version: "1", Args: `{"q":"how"}`}},
+		{name: "another function", a: base, b: Call{Function: "model.tell", Version: "1", Args: base.Args}},
+		{name: "another version", a: base, b: Call{Function: base.Function, Version: "2", Args: base.Args}},
+		{name: "other arguments", a: base, b: Call{Function: base.Function, Version: "1", Args: `{"q":"how"}`}},
 		{
 			name: "a secret enters as its name, whatever its value",
-			a:    MemoCall{Function: "f", Args: `{"key":"sk-very-secret"}`}, envA: secretEnv,
-			b: MemoCall{Function: "f", Args: `{"key":"sk-other-value"}`}, envB: []string{"CAIRN_SECRET_NAMES=API_KEY", "API_KEY=sk-other-value"},
+			a:    Call{Function: "f", Args: `{"key":"sk-very-secret"}`}, envA: secretEnv,
+			b: Call{Function: "f", Args: `{"key":"sk-other-value"}`}, envB: []string{"CAIRN_SECRET_NAMES=API_KEY", "API_KEY=sk-other-value"},
 			wantEqual: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ka, kb := MemoCallKey(tt.a, tt.envA), MemoCallKey(tt.b, tt.envB)
+			ka, kb := CallKey(tt.a, tt.envA), CallKey(tt.b, tt.envB)
 			if (ka == kb) != tt.wantEqual {
 				t.Errorf("keys equal = %v, want %v", ka == kb, tt.wantEqual)
 			}
 		})
 	}
-	comps := memoCallComponents(MemoCall{Function: "f", Args: `{"key":"sk-very-secret"}`}, secretEnv)
+	comps := callComponents(Call{Function: "f", Args: `{"key":"sk-very-secret"}`}, secretEnv)
 	if b, _ := json.Marshal(comps); strings.Contains(string(b), "sk-very-secret") {
 		t.Errorf("a secret's value is in the key's components: %s", b)
 	}
@@ -53,15 +54,15 @@ func TestRecordAndLookupCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := tiered(dir)
+	c := remote.NewTiered(dir, nil, false, nil)
 	env := []string{"CAIRN_SECRET_NAMES=API_KEY", "API_KEY=sk-very-secret"}
-	call := MemoCall{Function: "model.ask", Version: "1", Args: `{"q":"why"}`}
+	call := Call{Function: "model.ask", Version: "1", Args: `{"q":"why"}`}
 	if rec, err := LookupCall(c, call, env); err != nil || rec != nil {
 		t.Fatalf("LookupCall before any record = %v, %v; want a miss", rec, err)
 	}
 	tests := []struct {
 		name       string
-		call       MemoCall
+		call       Call
 		rec        CallRecord
 		wantReason string
 		want       *CallRecord
@@ -74,13 +75,13 @@ func TestRecordAndLookupCall(t *testing.T) {
 		},
 		{
 			name: "an exception",
-			call: MemoCall{Function: "model.fail", Version: "1", Args: `{}`},
+			call: Call{Function: "model.fail", Version: "1", Args: `{}`},
 			rec:  CallRecord{Result: json.RawMessage(`{"message":"bad","type":"builtins.ValueError"}`), Raised: true},
 			want: &CallRecord{Result: json.RawMessage(`{"message":"bad","type":"builtins.ValueError"}`), Raised: true},
 		},
 		{
 			name:       "a result holding a secret is not recorded",
-			call:       MemoCall{Function: "model.leak", Version: "1", Args: `{}`},
+			call:       Call{Function: "model.leak", Version: "1", Args: `{}`},
 			rec:        CallRecord{Result: json.RawMessage(`"sk-very-secret"`)},
 			wantReason: "not cached: the result holds the value of secret API_KEY",
 		},

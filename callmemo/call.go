@@ -1,4 +1,4 @@
-package engine
+package callmemo
 
 import (
 	"bytes"
@@ -15,10 +15,10 @@ import (
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// MemoCall names one memoised function call of a language binding (the
+// Call names one memoised function call of a language binding (the
 // Python module): the function's qualified name, the version its author
 // gave, and the canonical JSON of its arguments.
-type MemoCall struct {
+type Call struct {
 	Function string
 	Version  string
 	Args     string
@@ -33,11 +33,11 @@ type CallRecord struct {
 	Spend  runrec.Spend
 }
 
-// memoCallComponents builds the key of a memoised function call. A
+// callComponents builds the key of a memoised function call. A
 // secret's value in the arguments enters the key as its name, as it does
 // in a memoised command's argv, so that it neither leaks into the entry
 // (keys are stored in clear) nor changes the key.
-func memoCallComponents(call MemoCall, environ []string) []cache.Component {
+func callComponents(call Call, environ []string) []cache.Component {
 	args := call.Args
 	names := secretNames(environ)
 	sort.Slice(names, func(i, j int) bool {
@@ -66,16 +66,16 @@ func secretNames(environ []string) []string {
 	return strings.Split(list, ",")
 }
 
-// MemoCallKey returns the cache key of a memoised function call.
-func MemoCallKey(call MemoCall, environ []string) cache.ActionID {
-	return cache.ComputeKey(memoCallComponents(call, environ))
+// CallKey returns the cache key of a memoised function call.
+func CallKey(call Call, environ []string) cache.ActionID {
+	return cache.ComputeKey(callComponents(call, environ))
 }
 
 // LookupCall returns the recorded result of a memoised function call, or
 // nil when the cache has none (an entry whose result blob is missing or
 // corrupt counts as none: the call runs again).
-func LookupCall(c *remote.Tiered, call MemoCall, environ []string) (*CallRecord, error) {
-	e, err := c.GetEntry(MemoCallKey(call, environ))
+func LookupCall(c *remote.Tiered, call Call, environ []string) (*CallRecord, error) {
+	e, err := c.GetEntry(CallKey(call, environ))
 	if errors.Is(err, cache.ErrNotFound) || errors.Is(err, cache.ErrCorrupt) {
 		return nil, nil
 	}
@@ -101,14 +101,14 @@ func LookupCall(c *remote.Tiered, call MemoCall, environ []string) (*CallRecord,
 // "" when the call is recorded, else why it is not: a result holding the
 // value of a secret_env variable is passed on to the caller but never
 // recorded. The first recorded result of a key stays (first writer wins).
-func RecordCall(c *remote.Tiered, call MemoCall, rec CallRecord, environ []string) (string, error) {
+func RecordCall(c *remote.Tiered, call Call, rec CallRecord, environ []string) (string, error) {
 	if !json.Valid(rec.Result) {
 		return "", errors.New("the result is not valid JSON")
 	}
 	if name := secretInBytes(environ, rec.Result); name != "" {
 		return "not cached: the result holds the value of secret " + name, nil
 	}
-	comps := memoCallComponents(call, environ)
+	comps := callComponents(call, environ)
 	d, err := c.PutBytes(rec.Result)
 	if err != nil {
 		return "", fmt.Errorf("record the call in the cache: %w", err)
