@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -209,7 +210,7 @@ type attemptRun struct {
 	job     *executor.Job
 	// The phase's logs, and the writers in front of them (masks, then
 	// tees), closed in that order when the command ended.
-	stdoutF, stderrF       *phaseLog
+	stdoutF, stderrF       *phasefile.Log
 	stdoutPath, stderrPath string
 	relErr                 string // stderrPath, relative to the workspace
 	writers                []io.Closer
@@ -254,7 +255,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 		defer timer.Stop()
 	}
 	start := r.attemptStarted(a)
-	watcher.start()
+	watcher.Start()
 	var code int
 	var runErr error
 	if a.remote != nil {
@@ -293,17 +294,17 @@ func (r *runner) prepareAttempt(ctx context.Context, a *attemptRun) error {
 	a.stdoutPath, a.stderrPath = a.ph.logBase+".stdout", a.ph.logBase+".stderr"
 	a.ph.stdout, a.ph.stderr = a.stdoutPath, a.stderrPath
 	a.relErr = e.ws.Rel(a.stderrPath)
-	empty := r.emptyLog.get(filepath.Dir(a.stdoutPath))
-	if a.stdoutF, err = openPhaseLog(a.stdoutPath, empty); err != nil {
+	empty := r.emptyLog.Get(filepath.Dir(a.stdoutPath))
+	if a.stdoutF, err = phasefile.OpenLog(a.stdoutPath, empty); err != nil {
 		return err
 	}
-	a.stderrF, err = openPhaseLog(a.stderrPath, empty)
+	a.stderrF, err = phasefile.OpenLog(a.stderrPath, empty)
 	return err
 }
 
 // closeLogs closes the phase's log files.
 func (a *attemptRun) closeLogs() {
-	for _, f := range []*phaseLog{a.stdoutF, a.stderrF} {
+	for _, f := range []*phasefile.Log{a.stdoutF, a.stderrF} {
 		if f != nil {
 			f.Close()
 		}
@@ -331,7 +332,7 @@ func (r *runner) buildJob(a *attemptRun) error {
 		job.Stdout, job.Stderr = io.MultiWriter(a.stdoutF, to), io.MultiWriter(a.stderrF, te)
 	}
 	if len(secrets) > 0 {
-		mo, me := newMaskWriter(job.Stdout, secrets), newMaskWriter(job.Stderr, secrets)
+		mo, me := phasefile.NewMaskWriter(job.Stdout, secrets), phasefile.NewMaskWriter(job.Stderr, secrets)
 		a.writers = append(a.writers, mo, me)
 		job.Stdout, job.Stderr = mo, me
 	}
@@ -343,12 +344,12 @@ func (r *runner) buildJob(a *attemptRun) error {
 // watchReports returns the watcher of the phase's $CAIRN_REPORT: it adds
 // what the phase reports spending to the phase's and the run's spend, and
 // ends the attempt (cancel) once the phase is over its budget.
-func (r *runner) watchReports(a *attemptRun, cancel context.CancelCauseFunc) *reportWatcher {
+func (r *runner) watchReports(a *attemptRun, cancel context.CancelCauseFunc) *phasefile.ReportWatcher {
 	e := r.e
 	ph := a.ph
 	addr := ph.p.Addr
 	var last runrec.Spend
-	return newReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
+	return phasefile.NewReportWatcher(ph.reportPath, ph.reportOff, ph.reportLine, 100*time.Millisecond,
 		func(total runrec.Spend) {
 			delta := runrec.Spend{Cost: runrec.RoundCost(total.Cost - last.Cost), Iterations: total.Iterations - last.Iterations}
 			last = total
@@ -394,22 +395,22 @@ func (r *runner) attemptStarted(a *attemptRun) time.Time {
 
 // attemptEnded closes the job's writers, collects the last of its
 // reports and records when it ended and, when it exited, its exit code.
-func (r *runner) attemptEnded(a *attemptRun, watcher *reportWatcher, start time.Time, code int, runErr error) {
+func (r *runner) attemptEnded(a *attemptRun, watcher *phasefile.ReportWatcher, start time.Time, code int, runErr error) {
 	e := r.e
 	ph := a.ph
 	addr := ph.p.Addr
 	for _, w := range a.writers {
 		_ = w.Close()
 	}
-	ph.stdoutEmpty, ph.stderrEmpty = a.stdoutF.empty(), a.stderrF.empty()
-	_, saw := watcher.finish()
+	ph.stdoutEmpty, ph.stderrEmpty = a.stdoutF.Empty(), a.stderrF.Empty()
+	_, saw := watcher.Finish()
 	ph.sawCost = ph.sawCost || saw
 	if ph.badHidden > 0 {
 		e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 			Message: fmt.Sprintf("phase %s: %s: and %d more bad report %s, ignored", addr, e.ws.Rel(ph.reportPath), ph.badHidden, pluralWord(ph.badHidden, "line", "lines"))})
 		ph.badHidden = 0
 	}
-	ph.reportOff, ph.reportLine = watcher.position()
+	ph.reportOff, ph.reportLine = watcher.Position()
 	end := e.now()
 	ph.duration = end.Sub(start)
 	endT := end.UTC()

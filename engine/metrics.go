@@ -1,21 +1,14 @@
 package engine
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/spec"
 )
-
-// MaxMetricsFileSize bounds a metrics file: a larger one is not recorded
-// (metrics are numbers for a table, not data).
-const MaxMetricsFileSize = 1 << 20
 
 // readMetrics reads the metrics files of a phase whose outputs are in the
 // workspace into one JSON object, {"<path>": <the file's JSON object>},
@@ -28,7 +21,7 @@ func (e *Engine) readMetrics(p *spec.Phase) json.RawMessage {
 	}
 	m := make(map[string]json.RawMessage, len(p.Metrics))
 	for _, path := range p.Metrics {
-		v, err := readMetricsFile(e.ws.Abs(path))
+		v, err := phasefile.ReadMetrics(e.ws.Abs(path))
 		if err != nil {
 			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
 				Message: fmt.Sprintf("phase %s: metrics file %s not recorded: %v", p.Addr, path, err)})
@@ -36,7 +29,7 @@ func (e *Engine) readMetrics(p *spec.Phase) json.RawMessage {
 		}
 		m[path] = v
 	}
-	return metricsObject(m)
+	return phasefile.MetricsObject(m)
 }
 
 // cachedMetrics returns the metrics of a phase whose result comes from
@@ -60,79 +53,10 @@ func (e *Engine) cachedMetrics(p *spec.Phase, entry *cache.Entry) json.RawMessag
 			m[path] = v
 		}
 		if m != nil {
-			return metricsObject(m)
+			return phasefile.MetricsObject(m)
 		}
 	}
 	return e.readMetrics(p)
-}
-
-// metricsObject encodes the metrics by path as one compact JSON object
-// with sorted keys, or nil when there are none.
-func metricsObject(m map[string]json.RawMessage) json.RawMessage {
-	if len(m) == 0 {
-		return nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil // every value was checked to be valid JSON
-	}
-	return b
-}
-
-// readMetricsFile reads one metrics file: a regular file of at most
-// MaxMetricsFileSize bytes holding one JSON object. It returns the object
-// compacted.
-func readMetricsFile(abs string) (json.RawMessage, error) {
-	f, err := os.Open(abs)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, errors.New("no such file")
-		}
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", strings.TrimPrefix(fi.Mode().Type().String(), "-"))
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxMetricsFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxMetricsFileSize {
-		return nil, fmt.Errorf("larger than the %d KiB limit for metrics files", MaxMetricsFileSize>>10)
-	}
-	var v json.RawMessage
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if v[0] != '{' {
-		return nil, fmt.Errorf("holds a JSON %s, not an object such as {\"accuracy\": 0.9}", jsonKind(v[0]))
-	}
-	var c bytes.Buffer
-	if err := json.Compact(&c, v); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	return c.Bytes(), nil
-}
-
-// jsonKind names the kind of JSON value that starts with c.
-func jsonKind(c byte) string {
-	switch c {
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	default:
-		return "number"
-	}
 }
 
 // stateParams returns a phase's params for its record in state.json. A

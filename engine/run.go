@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/upkeep"
+	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -601,8 +602,8 @@ type runner struct {
 	storeSem chan struct{}
 
 	// emptyLog is the run's empty log file, which the logs of phases
-	// start as (see phaseLog); ckpts makes the checkpoint directories.
-	emptyLog emptyLogs
+	// start as (see phasefile.Log); ckpts makes the checkpoint directories.
+	emptyLog phasefile.EmptyLogs
 	ckpts    *checkpointDirs
 
 	whoOnce      sync.Once

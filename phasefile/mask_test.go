@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestMaskWriter(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
-			m := newMaskWriter(&buf, tc.secrets)
+			m := NewMaskWriter(&buf, tc.secrets)
 			for _, w := range tc.writes {
 				if _, err := m.Write([]byte(w)); err != nil {
 					t.Fatal(err)

@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"os"
@@ -11,16 +11,16 @@ import (
 // which the empty file never sees.
 func TestPhaseLog(t *testing.T) {
 	dir := t.TempDir()
-	var el emptyLogs
-	empty := el.get(dir)
+	var el EmptyLogs
+	empty := el.Get(dir)
 	if empty == "" {
 		t.Fatal("no empty log file")
 	}
-	quiet, err := openPhaseLog(filepath.Join(dir, "quiet.stdout"), empty)
+	quiet, err := OpenLog(filepath.Join(dir, "quiet.stdout"), empty)
 	if err != nil {
 		t.Fatal(err)
 	}
-	loud, err := openPhaseLog(filepath.Join(dir, "loud.stdout"), empty)
+	loud, err := OpenLog(filepath.Join(dir, "loud.stdout"), empty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,8 @@ func TestPhaseLog(t *testing.T) {
 	if err := quiet.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if !quiet.empty() || loud.empty() {
-		t.Errorf("empty() = %v, %v; want true, false", quiet.empty(), loud.empty())
+	if !quiet.Empty() || loud.Empty() {
+		t.Errorf("empty() = %v, %v; want true, false", quiet.Empty(), loud.Empty())
 	}
 	if b, err := os.ReadFile(loud.path); err != nil || string(b) != "one\ntwo\n" {
 		t.Errorf("loud log = %q, %v", b, err)
@@ -61,7 +61,7 @@ func TestPhaseLog(t *testing.T) {
 		t.Error("Write after Close succeeded")
 	}
 	// A leftover at the path (an earlier attempt's log) is replaced.
-	again, err := openPhaseLog(loud.path, empty)
+	again, err := OpenLog(loud.path, empty)
 	if err != nil {
 		t.Fatal(err)
 	}

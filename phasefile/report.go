@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// reportWatcher follows a phase's $CAIRN_REPORT file while it runs and
+// ReportWatcher follows a phase's $CAIRN_REPORT file while it runs and
 // sums what it reports. onChange is called (from the watcher's goroutine
-// or from finish) after each new batch of lines with the running total;
+// or from Finish) after each new batch of lines with the running total;
 // onBad for each malformed line with its 1-based number.
-type reportWatcher struct {
+type ReportWatcher struct {
 	path     string
 	onChange func(total runrec.Spend)
 	onBad    func(lineNo int, line string, err error)
@@ -34,21 +34,21 @@ type reportWatcher struct {
 	interval time.Duration
 }
 
-// newReportWatcher follows path from byte offset off; lines before it
+// NewReportWatcher follows path from byte offset off; lines before it
 // belong to earlier attempts and are not counted again.
-func newReportWatcher(path string, off int64, lineNo int, interval time.Duration, onChange func(runrec.Spend), onBad func(int, string, error)) *reportWatcher {
-	return &reportWatcher{path: path, off: off, lineNo: lineNo, onChange: onChange, onBad: onBad, interval: interval}
+func NewReportWatcher(path string, off int64, lineNo int, interval time.Duration, onChange func(runrec.Spend), onBad func(int, string, error)) *ReportWatcher {
+	return &ReportWatcher{path: path, off: off, lineNo: lineNo, onChange: onChange, onBad: onBad, interval: interval}
 }
 
-// position returns the offset and line count read so far.
-func (w *reportWatcher) position() (int64, int) {
+// Position returns the offset and line count read so far.
+func (w *ReportWatcher) Position() (int64, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.off, w.lineNo
 }
 
-// start begins polling; call finish when the phase has ended.
-func (w *reportWatcher) start() {
+// Start begins polling; call Finish when the phase has ended.
+func (w *ReportWatcher) Start() {
 	w.stop = make(chan struct{})
 	w.done = make(chan struct{})
 	go func() {
@@ -66,9 +66,9 @@ func (w *reportWatcher) start() {
 	}()
 }
 
-// finish stops polling and reads what is left, a last line without a
+// Finish stops polling and reads what is left, a last line without a
 // newline included. It returns the total.
-func (w *reportWatcher) finish() (runrec.Spend, bool) {
+func (w *ReportWatcher) Finish() (runrec.Spend, bool) {
 	if w.stop != nil {
 		close(w.stop)
 		<-w.done
@@ -84,7 +84,7 @@ func (w *reportWatcher) finish() (runrec.Spend, bool) {
 // so that a runaway writer cannot make cairn hold its whole report in
 // memory. The final poll reads to the end, 1 MiB at a time: the phase is
 // over and every line it wrote counts.
-func (w *reportWatcher) poll(final bool) {
+func (w *ReportWatcher) poll(final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	f, err := os.Open(w.path)
@@ -106,7 +106,7 @@ const maxReportLine = 64 << 10
 // readChunk takes the lines in up to 1 MiB read from f and reports
 // whether it reached the end of f. At the end of the final poll, a last
 // line without a newline counts too.
-func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
+func (w *ReportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 	const chunk = 1 << 20
 	buf, _ := io.ReadAll(io.LimitReader(f, chunk))
 	eof = len(buf) < chunk
@@ -150,7 +150,7 @@ func (w *reportWatcher) readChunk(f io.Reader, final bool) (eof bool) {
 	return eof
 }
 
-func (w *reportWatcher) take(line []byte) bool {
+func (w *ReportWatcher) take(line []byte) bool {
 	w.lineNo++
 	if len(bytes.TrimSpace(line)) == 0 {
 		return false

@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// phaseLog is one of a phase's log files (stdout or stderr) under
+// Log is one of a phase's log files (stdout or stderr) under
 // .cairn/runs/<run>/logs. Most phases write nothing to one or both, and on
 // a filesystem where making an inode is the dear part of a phase (ext4
 // without a journal scans the recently deleted ones), two new files per
@@ -17,22 +17,22 @@ import (
 // the first byte written. Readers always find the path: empty, then with
 // the output so far.
 //
-// A phaseLog is written by one goroutine at a time (the copy from the
+// A Log is written by one goroutine at a time (the copy from the
 // command's pipe) and closed once that copy is over.
-type phaseLog struct {
+type Log struct {
 	path string
 	f    *os.File
 	n    int64 // bytes written
 	err  error // first error, returned by every later Write
 }
 
-// emptyLogs hands out the run's shared empty log file, made once.
-type emptyLogs struct {
+// EmptyLogs hands out the run's shared empty log file, made once.
+type EmptyLogs struct {
 	once sync.Once
 	path string // "" when it could not be made
 }
 
-func (e *emptyLogs) get(dir string) string {
+func (e *EmptyLogs) Get(dir string) string {
 	e.once.Do(func() {
 		p := filepath.Join(dir, ".empty")
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -46,11 +46,11 @@ func (e *emptyLogs) get(dir string) string {
 	return e.path
 }
 
-// openPhaseLog makes path an empty log: a link to empty when it can,
+// OpenLog makes path an empty log: a link to empty when it can,
 // else a file of its own. A file already at path (an earlier attempt's
 // log that could not be moved aside) is replaced.
-func openPhaseLog(path, empty string) (*phaseLog, error) {
-	l := &phaseLog{path: path}
+func OpenLog(path, empty string) (*Log, error) {
+	l := &Log{path: path}
 	if empty != "" {
 		err := os.Link(empty, path)
 		if errors.Is(err, fs.ErrExist) {
@@ -74,7 +74,7 @@ func openPhaseLog(path, empty string) (*phaseLog, error) {
 // Write appends to the log, first giving it a file of its own: made under
 // a temporary name and renamed over the link, so a reader never finds the
 // path missing.
-func (l *phaseLog) Write(p []byte) (int, error) {
+func (l *Log) Write(p []byte) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
@@ -104,11 +104,11 @@ func (l *phaseLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// empty reports whether nothing was written to the log.
-func (l *phaseLog) empty() bool { return l.n == 0 }
+// Empty reports whether nothing was written to the log.
+func (l *Log) Empty() bool { return l.n == 0 }
 
 // Close closes the log's file, if it has one.
-func (l *phaseLog) Close() error {
+func (l *Log) Close() error {
 	var err error
 	if l.f != nil {
 		err = l.f.Close()

@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestReportWatcher(t *testing.T) {
 	defer f.Close()
 	var totals []runrec.Spend
 	var bad []int
-	w := newReportWatcher(path, 0, 0, time.Hour, func(s runrec.Spend) { totals = append(totals, s) }, func(n int, _ string, _ error) { bad = append(bad, n) })
+	w := NewReportWatcher(path, 0, 0, time.Hour, func(s runrec.Spend) { totals = append(totals, s) }, func(n int, _ string, _ error) { bad = append(bad, n) })
 	write := func(s string) {
 		if _, err := f.WriteString(s); err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func TestReportWatcher(t *testing.T) {
 	w.poll(false)
 	write(`{"cost": 0.3}`) // no newline: only counted at the end
 	w.poll(false)
-	total, saw := w.finish()
+	total, saw := w.Finish()
 	if want := (runrec.Spend{Cost: 0.6, Iterations: 2}); total != want || !saw {
 		t.Errorf("total = %+v, %v; want %+v, true", total, saw, want)
 	}
@@ -46,10 +46,10 @@ func TestReportWatcher(t *testing.T) {
 		t.Errorf("bad lines (-want +got):\n%s", diff)
 	}
 	// A second attempt starts where the first stopped.
-	off, line := w.position()
+	off, line := w.Position()
 	write("\n" + `{"cost": 1}` + "\n")
-	w2 := newReportWatcher(path, off, line, time.Hour, nil, func(int, string, error) {})
-	if total, _ := w2.finish(); total != (runrec.Spend{Cost: 1}) {
+	w2 := NewReportWatcher(path, off, line, time.Hour, nil, func(int, string, error) {})
+	if total, _ := w2.Finish(); total != (runrec.Spend{Cost: 1}) {
 		t.Errorf("second attempt total = %+v, want cost 1", total)
 	}
 }
@@ -74,11 +74,11 @@ func TestReportWatcherLongLine(t *testing.T) {
 				t.Fatal(err)
 			}
 			var bad []int
-			w := newReportWatcher(path, 0, 0, time.Hour, nil, func(n int, _ string, _ error) { bad = append(bad, n) })
+			w := NewReportWatcher(path, 0, 0, time.Hour, nil, func(n int, _ string, _ error) { bad = append(bad, n) })
 			for range tt.polls {
 				w.poll(false)
 			}
-			total, _ := w.finish()
+			total, _ := w.Finish()
 			if diff := cmp.Diff(tt.want, bad); diff != "" {
 				t.Errorf("bad lines (-want +got):\n%s", diff)
 			}

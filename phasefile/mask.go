@@ -1,4 +1,4 @@
-package engine
+package phasefile
 
 import (
 	"bytes"
@@ -6,11 +6,11 @@ import (
 	"sort"
 )
 
-// maskWriter replaces every occurrence of the given secret values with
+// MaskWriter replaces every occurrence of the given secret values with
 // "***" before writing to w, as CI systems mask secrets in logs. A secret
 // split across two writes is still masked: the last len(longest)-1 bytes
 // are held back until more output arrives or Close is called.
-type maskWriter struct {
+type MaskWriter struct {
 	w       io.Writer
 	secrets [][]byte
 	hold    int
@@ -19,8 +19,8 @@ type maskWriter struct {
 
 const maskText = "***"
 
-func newMaskWriter(w io.Writer, secrets []string) *maskWriter {
-	m := &maskWriter{w: w}
+func NewMaskWriter(w io.Writer, secrets []string) *MaskWriter {
+	m := &MaskWriter{w: w}
 	for _, s := range secrets {
 		if s == "" {
 			continue
@@ -35,7 +35,7 @@ func newMaskWriter(w io.Writer, secrets []string) *maskWriter {
 	return m
 }
 
-func (m *maskWriter) Write(p []byte) (int, error) {
+func (m *MaskWriter) Write(p []byte) (int, error) {
 	m.buf = append(m.buf, p...)
 	m.buf = m.mask(m.buf)
 	if len(m.buf) > m.hold {
@@ -50,7 +50,7 @@ func (m *maskWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (m *maskWriter) mask(b []byte) []byte {
+func (m *MaskWriter) mask(b []byte) []byte {
 	for _, s := range m.secrets {
 		if bytes.Contains(b, s) {
 			b = bytes.ReplaceAll(b, s, []byte(maskText))
@@ -60,7 +60,7 @@ func (m *maskWriter) mask(b []byte) []byte {
 }
 
 // Close flushes the held-back bytes.
-func (m *maskWriter) Close() error {
+func (m *MaskWriter) Close() error {
 	if len(m.buf) == 0 {
 		return nil
 	}

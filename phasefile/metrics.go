@@ -1,0 +1,84 @@
+package phasefile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// MaxMetricsFileSize bounds a metrics file: a larger one is not recorded
+// (metrics are numbers for a table, not data).
+const MaxMetricsFileSize = 1 << 20
+
+// MetricsObject encodes the metrics by path as one compact JSON object
+// with sorted keys, or nil when there are none.
+func MetricsObject(m map[string]json.RawMessage) json.RawMessage {
+	if len(m) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil // every value was checked to be valid JSON
+	}
+	return b
+}
+
+// ReadMetrics reads one metrics file: a regular file of at most
+// MaxMetricsFileSize bytes holding one JSON object. It returns the object
+// compacted.
+func ReadMetrics(abs string) (json.RawMessage, error) {
+	f, err := os.Open(abs)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errors.New("no such file")
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", strings.TrimPrefix(fi.Mode().Type().String(), "-"))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxMetricsFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxMetricsFileSize {
+		return nil, fmt.Errorf("larger than the %d KiB limit for metrics files", MaxMetricsFileSize>>10)
+	}
+	var v json.RawMessage
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if v[0] != '{' {
+		return nil, fmt.Errorf("holds a JSON %s, not an object such as {\"accuracy\": 0.9}", jsonKind(v[0]))
+	}
+	var c bytes.Buffer
+	if err := json.Compact(&c, v); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	return c.Bytes(), nil
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
