@@ -9,6 +9,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // CheckoutResult counts what Checkout did.
@@ -21,7 +22,7 @@ type CheckoutResult struct {
 // Checkout restores into the workspace the outputs that the phases of
 // run st produced or found cached, from cache c, without running
 // anything. Outputs already in place are left alone.
-func Checkout(ws Workspace, c *remote.Tiered, st *runrec.RunState) (*CheckoutResult, error) {
+func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*CheckoutResult, error) {
 	lock, err := ws.TryLock("checkout")
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // digestsFormat is the input-digest memory file's.
@@ -52,25 +53,6 @@ type memEntry struct {
 	mode     uint32
 	recorded int64 // ns: when the content was hashed
 }
-
-// fileStat is what the memory compares.
-type fileStat struct {
-	size  int64
-	mtime int64
-	ctime int64
-	ino   uint64
-	mode  fs.FileMode
-}
-
-func statOf(fi fs.FileInfo) fileStat {
-	s := fileStat{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
-	s.ctime, s.ino = sysCtimeIno(fi.Sys())
-	return s
-}
-
-// racyAt reports whether an edit made at or after at could leave a file
-// with the stat st (the racy rule, package hint).
-func racyAt(st fileStat, at int64) bool { return hint.Racy(st.mtime, st.ctime, at) }
 
 // LoadMemory reads the memory at path; a missing or damaged file gives an
 // empty memory (every file is hashed again, nothing is wrong).
@@ -190,17 +172,17 @@ func writeMemEntry(w *hint.Writer, path string, e memEntry) {
 
 // Lookup returns the remembered digest of the file at key if st still
 // matches and the entry is not racy.
-func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
+func (m *Memory) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
 	m.mu.Lock()
 	e, ok := m.entries[key]
 	m.mu.Unlock()
 	if !ok {
 		e, ok = m.file.find(key) // never changed once loaded
 	}
-	if !ok || e.size != st.size || e.mtime != st.mtime || e.ctime != st.ctime || e.ino != st.ino || e.mode != uint32(st.mode) {
+	if !ok || e.size != st.Size || e.mtime != st.MTime || e.ctime != st.CTime || e.ino != st.Ino || e.mode != uint32(st.Mode) {
 		return cache.Digest{}, false
 	}
-	if racyAt(st, e.recorded) {
+	if workspace.RacyAt(st, e.recorded) {
 		return cache.Digest{}, false
 	}
 	return e.digest, true
@@ -208,9 +190,9 @@ func (m *Memory) Lookup(key string, st fileStat) (cache.Digest, bool) {
 
 // Record remembers d as the digest of the file at key, hashed at
 // hashedAt, whose stat (taken before hashing) was st.
-func (m *Memory) Record(key string, st fileStat, d cache.Digest, hashedAt time.Time) {
+func (m *Memory) Record(key string, st workspace.FileStat, d cache.Digest, hashedAt time.Time) {
 	m.mu.Lock()
-	m.entries[key] = memEntry{digest: d, size: st.size, mtime: st.mtime, ctime: st.ctime, ino: st.ino, mode: uint32(st.mode), recorded: hashedAt.UnixNano()}
+	m.entries[key] = memEntry{digest: d, size: st.Size, mtime: st.MTime, ctime: st.CTime, ino: st.Ino, mode: uint32(st.Mode), recorded: hashedAt.UnixNano()}
 	m.dirty = true
 	m.mu.Unlock()
 }
@@ -230,7 +212,7 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 			return cache.Digest{}, nil, err
 		}
 	}
-	d, err := m.digestOf(context.Background(), key, abs, statOf(fi))
+	d, err := m.digestOf(context.Background(), key, abs, workspace.StatOf(fi))
 	if err != nil {
 		return cache.Digest{}, nil, err
 	}
@@ -239,7 +221,7 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 
 // digestOf is DigestStat with the file's stat as the memory compares it.
 // Hashing stops with ctx's error once ctx is done.
-func (m *Memory) digestOf(ctx context.Context, key, abs string, st fileStat) (cache.Digest, error) {
+func (m *Memory) digestOf(ctx context.Context, key, abs string, st workspace.FileStat) (cache.Digest, error) {
 	if d, ok := m.Lookup(key, st); ok {
 		return d, nil
 	}
@@ -249,7 +231,7 @@ func (m *Memory) digestOf(ctx context.Context, key, abs string, st fileStat) (ca
 		return cache.Digest{}, err
 	}
 	// Only remember the digest if the file did not change while hashing.
-	if st2, err := statPath(abs); err == nil && st2 == st {
+	if st2, err := workspace.StatPath(abs); err == nil && st2 == st {
 		m.Record(key, st, d, hashedAt)
 	}
 	return d, nil

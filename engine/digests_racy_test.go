@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // coarseLag is how far a file timestamp may lag the wall clock at the
@@ -65,7 +66,7 @@ func TestRacyRuleControlledMtimes(t *testing.T) {
 		for _, pr := range pairs {
 			recorded, mtime := pr.recorded, pr.mtime
 			mtime -= mtime % int64(g)
-			st := fileStat{size: 4, mtime: mtime, ctime: mtime, ino: 7, mode: 0o644}
+			st := workspace.FileStat{Size: 4, MTime: mtime, CTime: mtime, Ino: 7, Mode: 0o644}
 			m.entries["f"] = memEntry{digest: cache.HashBytes([]byte("aaaa")), size: 4, mtime: mtime, ctime: mtime, ino: 7, mode: 0o644, recorded: recorded}
 			_, trusted := m.Lookup("f", st)
 			possible := staleHitPossible(mtime, recorded, g)
@@ -91,7 +92,7 @@ func TestRacyRuleSurvivesSave(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "digests")
 	mtime := time.Now().Add(-time.Hour).UnixNano()
-	st := fileStat{size: 4, mtime: mtime, ctime: mtime, ino: 9, mode: 0o644}
+	st := workspace.FileStat{Size: 4, MTime: mtime, CTime: mtime, Ino: 9, Mode: 0o644}
 	m := LoadMemory(p)
 	m.Record("racy", st, cache.HashBytes([]byte("aaaa")), time.Unix(0, mtime+int64(time.Millisecond)))
 	m.Record("calm", st, cache.HashBytes([]byte("aaaa")), time.Unix(0, mtime+int64(time.Minute)))
@@ -107,10 +108,10 @@ func TestRacyRuleSurvivesSave(t *testing.T) {
 	}
 	// A change of ctime alone (chmod, a rewrite with the mtime put back)
 	// or of the inode (replaced by rename) is a change.
-	for _, changed := range []fileStat{
-		{size: st.size, mtime: st.mtime, ctime: st.ctime + 1, ino: st.ino, mode: st.mode},
-		{size: st.size, mtime: st.mtime, ctime: st.ctime, ino: st.ino + 1, mode: st.mode},
-		{size: st.size, mtime: st.mtime, ctime: st.ctime, ino: st.ino, mode: 0o755},
+	for _, changed := range []workspace.FileStat{
+		{Size: st.Size, MTime: st.MTime, CTime: st.CTime + 1, Ino: st.Ino, Mode: st.Mode},
+		{Size: st.Size, MTime: st.MTime, CTime: st.CTime, Ino: st.Ino + 1, Mode: st.Mode},
+		{Size: st.Size, MTime: st.MTime, CTime: st.CTime, Ino: st.Ino, Mode: 0o755},
 	} {
 		if _, ok := m2.Lookup("calm", changed); ok {
 			t.Errorf("entry trusted for a changed stat %+v", changed)
@@ -221,7 +222,7 @@ func TestRacyRuleCtime(t *testing.T) {
 	type result struct{ Trusted, Calm bool }
 	got, want := map[string]result{}, map[string]result{}
 	for _, c := range cases {
-		st := fileStat{size: 4, mtime: c.mtime, ctime: c.ctime, ino: 7, mode: 0o644}
+		st := workspace.FileStat{Size: 4, MTime: c.mtime, CTime: c.ctime, Ino: 7, Mode: 0o644}
 		m := &Memory{now: time.Now, entries: map[string]memEntry{}}
 		m.Record("f", st, cache.HashBytes([]byte("aaaa")), time.Unix(0, now))
 		_, trusted := m.Lookup("f", st)

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 func TestMemorySkipsUnchangedFiles(t *testing.T) {
@@ -32,7 +30,7 @@ func TestMemorySkipsUnchangedFiles(t *testing.T) {
 	}
 	m2 := LoadMemory(filepath.Join(dir, "digests"))
 	fi, _ := os.Stat(p)
-	if got, ok := m2.Lookup("f", statOf(fi)); !ok || got != d {
+	if got, ok := m2.Lookup("f", workspace.StatOf(fi)); !ok || got != d {
 		t.Errorf("reloaded memory lookup = %v, %v", got, ok)
 	}
 }
@@ -63,7 +61,7 @@ func TestMemoryRacyEntries(t *testing.T) {
 		t.Errorf("racy entry was trusted: got digest of old content")
 	}
 	fi, _ := os.Stat(p)
-	st := statOf(fi)
+	st := workspace.StatOf(fi)
 	m.Record("g", st, d, mtime.Add(time.Millisecond))
 	if _, ok := m.Lookup("g", st); ok {
 		t.Error("entry recorded within the racy window was trusted")
@@ -86,82 +84,6 @@ func TestMemoryDamagedFileIsEmpty(t *testing.T) {
 	}
 }
 
-// TestStatPathMatchesOS: statPath (no fs.FileInfo) and statOf(os.Stat)
-// describe every kind of file identically, so memory entries recorded
-// through either compare equal.
-func TestStatPathMatchesOS(t *testing.T) {
-	dir := t.TempDir()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	file := filepath.Join(dir, "f")
-	must(os.WriteFile(file, []byte("x"), 0o640))
-	special := filepath.Join(dir, "special")
-	must(os.WriteFile(special, nil, 0o755))
-	must(os.Chmod(special, 0o755|os.ModeSetuid|os.ModeSetgid|os.ModeSticky))
-	fifo := filepath.Join(dir, "fifo")
-	must(syscall.Mkfifo(fifo, 0o600))
-	link := filepath.Join(dir, "link")
-	must(os.Symlink("f", link))
-	ws := &Workspace{Root: dir, dir: &rootDir{}}
-	for _, p := range []string{file, special, fifo, link, dir} {
-		fi, err := os.Stat(p)
-		must(err)
-		got, err := statPath(p)
-		must(err)
-		if want := statOf(fi); got != want {
-			t.Errorf("%s: statPath %+v, os.Stat %+v", filepath.Base(p), got, want)
-		}
-		rel, err := filepath.Rel(dir, p)
-		must(err)
-		viaDir, err := ws.statRel(rel)
-		must(err)
-		if viaDir != got {
-			t.Errorf("%s: statRel %+v, statPath %+v", rel, viaDir, got)
-		}
-		// The lstat variants describe the link itself, as os.Lstat does.
-		lfi, err := os.Lstat(p)
-		must(err)
-		lgot, err := lstatPath(p)
-		must(err)
-		if want := statOf(lfi); lgot != want {
-			t.Errorf("%s: lstatPath %+v, os.Lstat %+v", filepath.Base(p), lgot, want)
-		}
-		lviaDir, err := ws.lstatRel(rel)
-		must(err)
-		if lviaDir != lgot {
-			t.Errorf("%s: lstatRel %+v, lstatPath %+v", rel, lviaDir, lgot)
-		}
-	}
-	if st, err := ws.lstatRel("link"); err != nil || st.mode&fs.ModeSymlink == 0 {
-		t.Errorf("lstatRel(link) = %+v, %v: want the symlink itself", st, err)
-	}
-	if _, err := ws.lstatRel("missing"); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(dir, "missing")) {
-		t.Errorf("lstatRel(missing) = %v: want a not-exist error naming the absolute path", err)
-	}
-	// A path leaving the root is resolved from its absolute form.
-	sub := filepath.Join(dir, "sub")
-	must(os.Mkdir(sub, 0o755))
-	subWS := &Workspace{Root: sub, dir: &rootDir{}}
-	if got, err := subWS.statRel("../f"); err != nil || got.size != 1 {
-		t.Errorf("statRel(../f): %+v, %v", got, err)
-	}
-	_, err := ws.statRel("missing")
-	if !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("statRel of a missing file: %v, want fs.ErrNotExist", err)
-	}
-	// Its error names the absolute path, as statPath's does.
-	if want := filepath.Join(dir, "missing"); err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("statRel of a missing file: %v, want an error naming %s", err, want)
-	}
-	if _, err := statPath(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("missing file: %v, want fs.ErrNotExist", err)
-	}
-}
-
 // TestMemoryFileInPlace: entries of a loaded file are found in place,
 // paths between or beyond them are not, what the process records wins,
 // and Save writes both back. A file out of order is empty.
@@ -176,8 +98,8 @@ func TestMemoryFileInPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := LoadMemory(p)
-	stat := func(e memEntry) fileStat {
-		return fileStat{size: e.size, mtime: e.mtime, ctime: e.ctime, ino: e.ino, mode: fs.FileMode(e.mode)}
+	stat := func(e memEntry) workspace.FileStat {
+		return workspace.FileStat{Size: e.size, MTime: e.mtime, CTime: e.ctime, Ino: e.ino, Mode: fs.FileMode(e.mode)}
 	}
 	for path, e := range in {
 		if d, ok := m.Lookup(path, stat(e)); !ok || d != e.digest {

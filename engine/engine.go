@@ -16,13 +16,14 @@ import (
 	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // Engine runs or plans one evaluated spec against one cache. Create it with
 // New; it is used for one Plan or Run.
 type Engine struct {
 	spec  *spec.Spec
-	ws    Workspace
+	ws    workspace.Workspace
 	cache *remote.Tiered
 	mem   *Memory
 	exec  executor.Executor
@@ -72,7 +73,7 @@ type Memories struct {
 // LoadMemories reads the memories of the workspace at dir (absolute), the
 // files side by side.
 func LoadMemories(dir string) *Memories {
-	state := filepath.Join(dir, StateDirName)
+	state := filepath.Join(dir, workspace.StateDirName)
 	m := &Memories{dir: dir}
 	var wg sync.WaitGroup
 	wg.Go(func() { m.digests = LoadMemory(filepath.Join(state, "digests")) })
@@ -89,7 +90,7 @@ func LoadMemories(dir string) *Memories {
 func New(s *spec.Spec, c *remote.Tiered, cfg Config) *Engine {
 	e := &Engine{
 		spec:        s,
-		ws:          Workspace{Root: s.Dir, dir: &rootDir{}},
+		ws:          workspace.New(s.Dir),
 		cache:       c,
 		exec:        cfg.Executor,
 		executors:   cfg.Executors,
@@ -145,7 +146,7 @@ func (e *Engine) savePhaseKeys() {
 func (e *Engine) Cache() *remote.Tiered { return e.cache }
 
 // Workspace returns the engine's workspace.
-func (e *Engine) Workspace() *Workspace { return &e.ws }
+func (e *Engine) Workspace() *workspace.Workspace { return &e.ws }
 
 // keyIndex remembers the last key each phase succeeded or hit with in this
 // workspace, so a miss can be explained by diffing against that entry's

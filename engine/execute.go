@@ -20,6 +20,7 @@ import (
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // Causes of a phase's context ending early.
@@ -38,7 +39,7 @@ func (r *runner) fail(addr string, began time.Time, perr *PhaseError) bool {
 	r.mu.Lock()
 	r.res.Failures[addr] = perr
 	r.mu.Unlock()
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(addr, func(ps *runrec.PhaseState) {
 		ps.Status = perr.Status
 		ps.Error = perr.Error()
 		ps.LogTail = perr.Tail
@@ -76,19 +77,19 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: err})
 	}
 	// No command starts before the run's first record is on disk.
-	if err := r.state.ready(); err != nil {
+	if err := r.state.Ready(); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("save the run record: %w", err)})
 	}
-	ckpt := filepath.Join(r.ckpts.dir, d.key.String())
-	if err := r.ckpts.make(ckpt); err != nil {
+	ckpt := filepath.Join(r.ckpts.Dir, d.key.String())
+	if err := r.ckpts.Make(ckpt); err != nil {
 		return r.fail(addr, began, &PhaseError{Phase: addr, Err: fmt.Errorf("create checkpoint directory: %w", err)})
 	}
 	ph := &phaseRun{
 		p:          p,
 		d:          d,
 		up:         up,
-		logBase:    filepath.Join(r.runDir, "logs", safeName(addr)),
-		reportPath: filepath.Join(r.runDir, "reports", safeName(addr)+".jsonl"),
+		logBase:    filepath.Join(r.runDir, "logs", workspace.SafeName(addr)),
+		reportPath: filepath.Join(r.runDir, "reports", workspace.SafeName(addr)+".jsonl"),
 		ckpt:       ckpt,
 	}
 	// The report file is made by the phase's first write to it (the
@@ -105,7 +106,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 			// The run stopped or halted while the phase waited for its
 			// upstream phases: it stays pending, as a phase never
 			// started does, and is skipped when the run ends.
-			r.ckpts.release(ph.ckpt)
+			r.ckpts.Release(ph.ckpt)
 			return false
 		case runrec.StatusStopped:
 			msg := "stopped: the run was interrupted while the phase ran"
@@ -117,7 +118,7 @@ func (r *runner) execute(ctx context.Context, p *spec.Phase, d *Decision, up map
 				}
 			}
 			end := e.now()
-			r.state.phase(addr, func(ps *runrec.PhaseState) {
+			r.state.Phase(addr, func(ps *runrec.PhaseState) {
 				ps.Status = runrec.StatusStopped
 				ps.Error = msg
 			})
@@ -228,7 +229,7 @@ func (r *runner) attempt(ctx context.Context, ph *phaseRun, attempt int) attempt
 	}
 	if len(ph.p.Params) > 0 && r.e.holdsSensitive(string(paramsJSON(ph.p.Params))) {
 		// Secrets never outlive the command in the run's records.
-		defer os.Remove(filepath.Join(r.runDir, "params", safeName(addr)+".json"))
+		defer os.Remove(filepath.Join(r.runDir, "params", workspace.SafeName(addr)+".json"))
 	}
 	if err := r.buildJob(a); err != nil {
 		return attemptResult{status: runrec.StatusFailed, perr: &PhaseError{Phase: addr, Err: err}, keepOutputs: true}
@@ -317,7 +318,7 @@ func (a *attemptRun) closeLogs() {
 func (r *runner) buildJob(a *attemptRun) error {
 	e := r.e
 	p := a.ph.p
-	marker := r.runID + "/" + safeName(p.Addr) + "/" + strconv.Itoa(a.attempt)
+	marker := r.runID + "/" + workspace.SafeName(p.Addr) + "/" + strconv.Itoa(a.attempt)
 	env, secrets, err := r.environment(a.ph, a.attempt, marker)
 	if err != nil {
 		return err
@@ -356,7 +357,7 @@ func (r *runner) watchReports(a *attemptRun, cancel context.CancelCauseFunc) *ph
 			ph.spent = ph.spent.Add(delta)
 			spent := ph.spent
 			r.addSpend(delta)
-			r.state.phase(addr, func(ps *runrec.PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
+			r.state.Phase(addr, func(ps *runrec.PhaseState) { ps.Cost, ps.Iterations = spent.Cost, spent.Iterations })
 			e.rep.Report(Event{Kind: EventSpend, Phase: addr, Spend: spent, Time: e.now()})
 			if msg := overBudget(ph.p.Budget, spent); msg != "" && a.overMsg == "" {
 				a.overMsg = msg
@@ -379,7 +380,7 @@ func (r *runner) attemptStarted(a *attemptRun) time.Time {
 	e := r.e
 	start := e.now()
 	startT := start.UTC()
-	r.state.phase(a.ph.p.Addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(a.ph.p.Addr, func(ps *runrec.PhaseState) {
 		ps.Status = runrec.StatusRunning
 		ps.Attempts = a.attempt
 		ps.Started = &startT
@@ -417,7 +418,7 @@ func (r *runner) attemptEnded(a *attemptRun, watcher *phasefile.ReportWatcher, s
 	var ended *executor.JobEndedError
 	var stage *local.StageFailedError
 	exited := runErr == nil || errors.As(runErr, &ended) && ended.ExitCode >= 0 || errors.As(runErr, &stage)
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(addr, func(ps *runrec.PhaseState) {
 		ps.Ended = &endT
 		ps.DurationMS = end.Sub(start).Milliseconds()
 		if exited {
@@ -565,9 +566,9 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		}
 	}
 	// The phase is done: its checkpoints are no longer needed.
-	r.ckpts.release(ph.ckpt)
+	r.ckpts.Release(ph.ckpt)
 	if ph.metrics != nil {
-		r.state.phase(p.Addr, func(ps *runrec.PhaseState) { ps.Metrics = ph.metrics })
+		r.state.Phase(p.Addr, func(ps *runrec.PhaseState) { ps.Metrics = ph.metrics })
 	}
 	r.finish(p.Addr, ph.d, runrec.StatusSucceeded, tree, began)
 	return true
@@ -589,7 +590,7 @@ func (r *runner) notCached(ph *phaseRun, changed []string) {
 	}
 	r.res.NotCached[addr] = what
 	r.mu.Unlock()
-	r.state.phase(addr, func(ps *runrec.PhaseState) { ps.Warning = "not cached: " + what })
+	r.state.Phase(addr, func(ps *runrec.PhaseState) { ps.Warning = "not cached: " + what })
 	e.rep.Report(Event{Kind: EventWarning, Phase: addr, Time: e.now(),
 		Message: fmt.Sprintf("phase %s: %s; its outputs stay in the workspace but are not cached, and the next run runs it again", addr, what)})
 }
@@ -709,7 +710,7 @@ func (r *runner) hostUser() (string, string) {
 // paramsFile writes the phase's params as JSON for $CAIRN_PARAMS and
 // returns its path. Phases without params share one "{}" file.
 func (r *runner) paramsFile(p *spec.Phase) (string, error) {
-	name := safeName(p.Addr) + ".json"
+	name := workspace.SafeName(p.Addr) + ".json"
 	if len(p.Params) == 0 {
 		r.noParamsOnce.Do(func() {
 			r.noParamsErr = os.WriteFile(filepath.Join(r.runDir, "params", "none.json"), paramsJSON(nil), 0o644)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // Component kinds hashed into a phase key. The same components, recorded in
@@ -136,7 +137,7 @@ type gathered struct {
 // expansion stat'ed it (stated), its stat.
 type inputFile struct {
 	rel    string
-	st     fileStat
+	st     workspace.FileStat
 	stated bool
 }
 
@@ -178,7 +179,7 @@ func upstreamReads(p *spec.Phase, up map[string][]cache.OutputFile, upFiles, rea
 				continue
 			}
 			for _, want := range paths {
-				if isAtOrBelow(f.Path, want) {
+				if workspace.IsAtOrBelow(f.Path, want) {
 					reads[f.Path] = f
 				}
 			}
@@ -193,11 +194,11 @@ func upstreamReads(p *spec.Phase, up map[string][]cache.OutputFile, upFiles, rea
 func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.OutputFile) ([]inputFile, error) {
 	own := p.OutputPaths()
 	skip := func(rel string) bool {
-		if rel == StateDirName || strings.HasPrefix(rel, StateDirName+"/") {
+		if rel == workspace.StateDirName || strings.HasPrefix(rel, workspace.StateDirName+"/") {
 			return true
 		}
 		for _, o := range own {
-			if isAtOrBelow(rel, o) {
+			if workspace.IsAtOrBelow(rel, o) {
 				return true
 			}
 		}
@@ -205,20 +206,20 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 		return isUp
 	}
 	files := make([]inputFile, 0, len(p.Inputs))
-	var stats map[string]fileStat // what expandPattern stat'ed
+	var stats map[string]workspace.FileStat // what Expand stat'ed
 	for _, pattern := range p.Inputs {
 		n := 0
-		plain := !hasMeta(pattern)
-		var st fileStat
+		plain := !workspace.HasMeta(pattern)
+		var st workspace.FileStat
 		var err error
 		if plain {
-			st, err = e.ws.statRel(pattern)
+			st, err = e.ws.StatRel(pattern)
 		}
-		if plain && err == nil && !st.mode.IsDir() && !st.mode.IsRegular() {
-			return nil, notRegularInput(p.Addr, pattern, pattern, st.mode)
+		if plain && err == nil && !st.Mode.IsDir() && !st.Mode.IsRegular() {
+			return nil, workspace.NotRegularInput(p.Addr, pattern, pattern, st.Mode)
 		}
-		if plain && (err == nil && !st.mode.IsDir() || errors.Is(err, fs.ErrNotExist)) {
-			// A plain file (or nothing), as expandPattern would find it
+		if plain && (err == nil && !st.Mode.IsDir() || errors.Is(err, fs.ErrNotExist)) {
+			// A plain file (or nothing), as Expand would find it
 			// without a slice and a closure for it.
 			if err == nil && !skip(pattern) {
 				files = append(files, inputFile{rel: pattern, st: st, stated: true})
@@ -226,12 +227,12 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 			}
 		} else {
 			if stats == nil {
-				stats = map[string]fileStat{}
+				stats = map[string]workspace.FileStat{}
 			}
-			found, err := expandPattern(&e.ws, pattern, skip, stats)
-			var nr *notRegularError
+			found, err := workspace.Expand(&e.ws, pattern, skip, stats)
+			var nr *workspace.NotRegularError
 			if errors.As(err, &nr) {
-				return nil, notRegularInput(p.Addr, pattern, nr.rel, nr.mode)
+				return nil, workspace.NotRegularInput(p.Addr, pattern, nr.Rel, nr.Mode)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
@@ -243,12 +244,12 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 			n += len(found)
 		}
 		for path, f := range upFiles {
-			if matchesPattern(pattern, path) {
+			if workspace.MatchesPattern(pattern, path) {
 				reads[path] = f
 				n++
 			}
 		}
-		if n == 0 && !hasMeta(pattern) {
+		if n == 0 && !workspace.HasMeta(pattern) {
 			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
 		}
 	}
@@ -328,7 +329,7 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 	for i, f := range files {
 		if f.stated {
 			if d, ok := e.mem.Lookup(f.rel, f.st); ok {
-				digests[i], modes[i] = d, f.st.mode
+				digests[i], modes[i] = d, f.st.Mode
 				continue
 			}
 		}
@@ -341,7 +342,7 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 		abs := e.ws.Abs(f.rel)
 		if !f.stated {
 			var err error
-			if st, err = statPath(abs); err != nil {
+			if st, err = workspace.StatPath(abs); err != nil {
 				return fmt.Errorf("hash input %s: %w", f.rel, err)
 			}
 		}
@@ -349,7 +350,7 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", f.rel, err)
 		}
-		digests[i], modes[i] = d, st.mode
+		digests[i], modes[i] = d, st.Mode
 		return nil
 	})
 }

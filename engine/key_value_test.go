@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -67,25 +66,6 @@ func TestFileValue(t *testing.T) {
 	}
 }
 
-func TestIsAtOrBelow(t *testing.T) {
-	for _, tc := range []struct {
-		rel, dir string
-		want     bool
-	}{
-		{"out/a", "out/a", true},
-		{"out/a/b", "out/a", true},
-		{"out/ab", "out/a", false},
-		{"out", "out/a", false},
-		{"x", "", false},
-		{"/x", "", true},
-		{"", "", true},
-	} {
-		if got := isAtOrBelow(tc.rel, tc.dir); got != tc.want {
-			t.Errorf("isAtOrBelow(%q, %q) = %v, want %v", tc.rel, tc.dir, got, tc.want)
-		}
-	}
-}
-
 // TestComponentsInputKinds: every kind of input pattern gives the input
 // components it names: a directory (walked, symlinks to files followed,
 // to directories not), a glob, a plain
@@ -138,15 +118,5 @@ phase "p" {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("input components (-want +got):\n%s", diff)
-	}
-}
-
-// TestHasMeta: hasMeta finds exactly the glob characters
-// strings.ContainsAny finds.
-func TestHasMeta(t *testing.T) {
-	for _, p := range []string{"", "a", "in/f00001", "a*", "*", "?x", "d/[ab]", "{a,b}", "a\\b", "ä/ö*", "x]y", "x}y"} {
-		if got, want := hasMeta(p), strings.ContainsAny(p, "*?[{"); got != want {
-			t.Errorf("hasMeta(%q) = %v, want %v", p, got, want)
-		}
 	}
 }

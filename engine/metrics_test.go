@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // compact returns raw JSON without its layout (state.json is indented).
@@ -81,7 +82,7 @@ func TestMetricsRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws := Workspace{Root: s.dir}
+		ws := workspace.Workspace{Root: s.dir}
 		st, err := runrec.ReadState(ws.Records().StatePath(res.RunID))
 		if err != nil {
 			t.Fatal(err)
@@ -145,7 +146,7 @@ phase "eval" {
 	st := func() *runrec.PhaseState {
 		t.Helper()
 		res := s.run(t, RunOptions{})
-		ws := Workspace{Root: s.dir}
+		ws := workspace.Workspace{Root: s.dir}
 		rs, err := runrec.ReadState(ws.Records().StatePath(res.RunID))
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // MissingOutputsError says a phase exited 0 without producing declared
@@ -252,7 +253,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return err
 			}
-			f, err := e.storeEntry(p, joinRel(o.Path, abs, pth), pth, fi, store)
+			f, err := e.storeEntry(p, workspace.JoinRel(o.Path, abs, pth), pth, fi, store)
 			if err != nil {
 				return err
 			}
@@ -286,7 +287,7 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		}
 		return cache.OutputFile{Path: rel, Type: "symlink", Mode: 0o777, Target: filepath.ToSlash(target)}, nil
 	case fi.Mode().IsRegular():
-		st := statOf(fi)
+		st := workspace.StatOf(fi)
 		hashedAt := e.now()
 		var d cache.Digest
 		var size int64
@@ -311,12 +312,12 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		if err != nil {
 			return cache.OutputFile{}, fmt.Errorf("store output %s: %w", rel, err)
 		}
-		if fi2, err := os.Lstat(abs); err == nil && statOf(fi2) == st {
+		if fi2, err := os.Lstat(abs); err == nil && workspace.StatOf(fi2) == st {
 			e.mem.Record(rel, st, d, hashedAt)
 		}
 		// The mtime goes with the file (a restore gives it back), never
 		// into a key: that is built from digests and modes only.
-		return cache.OutputFile{Path: rel, Type: "file", Mode: mode, Digest: d, Size: size, MTime: st.mtime}, nil
+		return cache.OutputFile{Path: rel, Type: "file", Mode: mode, Digest: d, Size: size, MTime: st.MTime}, nil
 	default:
 		return cache.OutputFile{}, fmt.Errorf("phase %s: output %s is a %s; only files, directories and symlinks can be outputs", p.Addr, rel, fi.Mode().Type())
 	}
@@ -355,8 +356,8 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 		default:
 			// Stat'ed from the workspace's open directory, as inputs are
 			// (a no-op run checks every phase's outputs).
-			st, err := e.ws.lstatRel(f.Path)
-			if err != nil || !st.mode.IsRegular() || st.size != f.Size || uint32(st.mode.Perm())&0o111 != f.Mode&0o111 {
+			st, err := e.ws.LstatRel(f.Path)
+			if err != nil || !st.Mode.IsRegular() || st.Size != f.Size || uint32(st.Mode.Perm())&0o111 != f.Mode&0o111 {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.

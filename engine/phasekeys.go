@@ -11,6 +11,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // phaseKeysFormat is the phase-key memory file's.
@@ -191,11 +192,11 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 			return fp, false
 		}
 		b = appendStr(b, f.rel)
-		b = binary.AppendVarint(b, f.st.size)
-		b = binary.AppendVarint(b, f.st.mtime)
-		b = binary.AppendVarint(b, f.st.ctime)
-		b = binary.AppendUvarint(b, f.st.ino)
-		b = binary.AppendUvarint(b, uint64(f.st.mode))
+		b = binary.AppendVarint(b, f.st.Size)
+		b = binary.AppendVarint(b, f.st.MTime)
+		b = binary.AppendVarint(b, f.st.CTime)
+		b = binary.AppendUvarint(b, f.st.Ino)
+		b = binary.AppendUvarint(b, uint64(f.st.Mode))
 	}
 	return sha256.Sum256(b), true
 }
@@ -210,7 +211,7 @@ func appendStr(b []byte, s string) []byte {
 // began can have left an input with the stat g holds.
 func (g *gathered) calm(began int64) bool {
 	for _, f := range g.files {
-		if !f.stated || racyAt(f.st, began) {
+		if !f.stated || workspace.RacyAt(f.st, began) {
 			return false
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // RunOptions select and shape a run.
@@ -140,9 +141,9 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 		return nil, err
 	}
 	defer lock.Unlock()
-	e.removeStaleTemps()
-	prevJobs := e.staleJobs()
-	e.recoverStaleRun()
+	e.ws.RemoveStaleTemps(e.producer)
+	prevJobs := e.ws.StaleJobs()
+	e.ws.RecoverStaleRun()
 	if s := e.startSession(runID); s != nil {
 		defer func() { s.Close(); e.session = nil }()
 	}
@@ -162,7 +163,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	// cached makes none.
 	defer func() {
 		if r.wroteCurrent.Load() {
-			os.Remove(e.ws.currentFile())
+			os.Remove(e.ws.CurrentFile())
 		}
 	}()
 	r.begin(start, spentBefore)
@@ -198,7 +199,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	if f, ok := e.exec.(interface{ Flush() }); ok {
 		f.Flush()
 	}
-	r.ckpts.cleanup()
+	r.ckpts.Cleanup()
 	return r.end(ctx, start)
 }
 
@@ -226,7 +227,7 @@ func (e *Engine) resumeFrom(runID string, sel *selection) (runrec.Spend, map[str
 		return runrec.Spend{}, nil, fmt.Errorf("resume %s: %w", runID, err)
 	}
 	sel.unforceFinished(prev.Phases)
-	return e.ws.Records().RecordedSpend(prev), interruptedJobs(prev.Phases), nil
+	return e.ws.Records().RecordedSpend(prev), workspace.InterruptedJobs(prev.Phases), nil
 }
 
 func (e *Engine) newRunner(opts RunOptions, runID string, sel *selection, prevJobs map[string]*runrec.PhaseState, cancelRun context.CancelFunc) *runner {
@@ -242,13 +243,13 @@ func (e *Engine) newRunner(opts RunOptions, runID string, sel *selection, prevJo
 
 		prevJobs:  prevJobs,
 		cancelRun: cancelRun,
-		ckpts:     &checkpointDirs{dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
+		ckpts:     &workspace.Checkpoints{Dir: filepath.Join(e.ws.StateDir(), "checkpoints")},
 		backoff:   time.Second,
 	}
 	if opts.RetryBackoff > 0 {
 		r.backoff = opts.RetryBackoff
 	}
-	// The run's directory is made with its first record (see stateFile)
+	// The run's directory is made with its first record (see workspace.StateWriter)
 	// or its first executing phase (runDirs), so a cairn killed before
 	// either leaves no empty directory behind.
 	r.runDir = filepath.Join(e.ws.RunsDir(), runID)
@@ -286,7 +287,7 @@ func (r *runner) begin(start time.Time, spentBefore runrec.Spend) {
 			selected = append(selected, p.Addr)
 		}
 	}
-	r.state = newStateFile(e.ws.Records().StatePath(r.runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
+	r.state = workspace.NewStateWriter(e.ws.Records().StatePath(r.runID), e.ws.StateDir(), st, 250*time.Millisecond, r.markCurrent)
 	r.ledger = spentBefore
 	e.rep.Report(Event{Kind: EventBegin, Message: r.runID, Phases: selected, Time: start})
 }
@@ -298,7 +299,7 @@ func (r *runner) satisfyOutside() error {
 	if len(r.sel.outside) == 0 {
 		return nil
 	}
-	err := r.state.ready() // outputs may be restored
+	err := r.state.Ready() // outputs may be restored
 	var trees map[string][]cache.OutputFile
 	if err == nil {
 		trees, err = r.e.satisfyOutside(r.sel, true)
@@ -307,7 +308,7 @@ func (r *runner) satisfyOutside() error {
 		// Nothing starts; the run ends stopped.
 		return nil
 	} else if err != nil {
-		r.state.update(func(st *runrec.RunState) {
+		r.state.Update(func(st *runrec.RunState) {
 			st.Status = runrec.RunFailed
 			for _, ps := range st.Phases {
 				ps.Status = runrec.StatusSkipped
@@ -367,7 +368,7 @@ func (r *runner) end(ctx context.Context, start time.Time) (*RunResult, error) {
 // returns the run's status.
 func (r *runner) recordEnd(ctx context.Context, end time.Time, reason string) string {
 	var status string
-	r.state.update(func(st *runrec.RunState) {
+	r.state.Update(func(st *runrec.RunState) {
 		t := end.UTC()
 		st.Ended = &t
 		st.Heartbeat = t
@@ -436,7 +437,7 @@ func (r *runner) watchStop(done <-chan struct{}) {
 			if _, err := os.Stat(stopFile); err == nil {
 				r.requestStop(StopRequest)
 				r.cancelWork()
-				if b, _ := os.ReadFile(stopFile); bytes.HasPrefix(b, []byte(StopCancelMark)) {
+				if b, _ := os.ReadFile(stopFile); bytes.HasPrefix(b, []byte(workspace.StopCancelMark)) {
 					r.cancelRun()
 					return
 				}
@@ -445,10 +446,6 @@ func (r *runner) watchStop(done <-chan struct{}) {
 	}
 }
 
-// StopCancelMark starts the content of a stop file that asks for the
-// running phases to be ended too (cairn stop --cancel).
-const StopCancelMark = "cancel"
-
 // requestStop begins a graceful stop; the first reason sticks.
 func (r *runner) requestStop(reason string) {
 	r.stopOnce.Do(func() {
@@ -456,7 +453,7 @@ func (r *runner) requestStop(reason string) {
 		r.reason = reason
 		r.mu.Unlock()
 		close(r.stopCh)
-		r.state.update(func(st *runrec.RunState) { st.StopReason = reason })
+		r.state.Update(func(st *runrec.RunState) { st.StopReason = reason })
 		r.e.rep.Report(Event{Kind: EventStopping, Message: reason, Time: r.e.now()})
 	})
 }
@@ -492,7 +489,7 @@ func (r *runner) addSpend(delta runrec.Spend) {
 	r.ledger = r.ledger.Add(delta)
 	total := r.ledger
 	r.mu.Unlock()
-	r.state.update(func(st *runrec.RunState) { st.Spent = st.Spent.Add(delta) })
+	r.state.Update(func(st *runrec.RunState) { st.Spent = st.Spent.Add(delta) })
 	if max := r.e.spec.Experiment.Budget.MaxCost; max != nil && total.Cost >= *max {
 		r.requestStop(StopBudget)
 	}
@@ -537,12 +534,12 @@ func (e *Engine) linkSelf() string {
 // markCurrent names the run in .cairn/current, just before its first
 // record is written: at the latest when the run first changes the
 // workspace (restores an output, starts a command). Should this cairn
-// die, the next run kills what its phases left running (recoverStaleRun)
-// and removes the temp files its restores left (removeStaleTemps); cairn
+// die, the next run kills what its phases left running (workspace.RecoverStaleRun)
+// and removes the temp files its restores left (workspace.RemoveStaleTemps); cairn
 // status and stop find it there. A run that ends within firstRecordDelay
 // having changed nothing writes neither.
 func (r *runner) markCurrent() error {
-	if err := writeFileAtomic(r.e.ws.currentFile(), []byte(r.runID+"\n"), 0o644, false); err != nil {
+	if err := workspace.WriteFileAtomic(r.e.ws.CurrentFile(), []byte(r.runID+"\n"), 0o644, false); err != nil {
 		return err
 	}
 	r.wroteCurrent.Store(true)
@@ -579,7 +576,7 @@ type runner struct {
 	dirsErr      error
 	wroteCurrent atomic.Bool // .cairn/current names this run
 	sel          *selection
-	state        *stateFile
+	state        *workspace.StateWriter
 	backoff      time.Duration
 
 	mu      sync.Mutex
@@ -604,7 +601,7 @@ type runner struct {
 	// emptyLog is the run's empty log file, which the logs of phases
 	// start as (see phasefile.Log); ckpts makes the checkpoint directories.
 	emptyLog phasefile.EmptyLogs
-	ckpts    *checkpointDirs
+	ckpts    *workspace.Checkpoints
 
 	whoOnce      sync.Once
 	host, user   string
@@ -671,7 +668,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 			r.tempGone(addr, d.tempGone)
 		}
 	}
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(addr, func(ps *runrec.PhaseState) {
 		ps.Key = d.Key
 		ps.Reasons = d.Reasons
 	})
@@ -693,7 +690,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 		}
 		if r.interrupted(err) {
 			end := e.now()
-			r.state.phase(addr, func(ps *runrec.PhaseState) {
+			r.state.Phase(addr, func(ps *runrec.PhaseState) {
 				ps.Status = runrec.StatusStopped
 				ps.Error = "stopped: the run was interrupted while its outputs were restored from the cache; cairn resume restores them"
 			})
@@ -723,7 +720,7 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 }
 
 func (r *runner) restore(d *Decision) error {
-	if err := r.state.ready(); err != nil {
+	if err := r.state.Ready(); err != nil {
 		return fmt.Errorf("save the run record: %w", err)
 	}
 	for _, o := range d.restore {
@@ -748,7 +745,7 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 		metrics = e.cachedMetrics(e.spec.Phase(addr), d.entry)
 	}
 	end := e.now()
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(addr, func(ps *runrec.PhaseState) {
 		ps.Status = status
 		if metrics != nil {
 			ps.Metrics = metrics

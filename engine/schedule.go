@@ -190,7 +190,7 @@ func (s *scheduler) apply(pr phaseResult) {
 		skipped = nil
 	}
 	for _, b := range skipped {
-		r.state.phase(b, func(ps *runrec.PhaseState) {
+		r.state.Phase(b, func(ps *runrec.PhaseState) {
 			ps.Status = runrec.StatusBlocked
 			ps.Error = fmt.Sprintf("upstream phase %s did not succeed", pr.addr)
 		})
@@ -378,7 +378,7 @@ func (r *runner) takeSlot(addr string) bool {
 // markNotStarted leaves a phase pending, recorded as a phase never started
 // is, without the key and reasons of its decision.
 func (r *runner) markNotStarted(addr string) {
-	r.state.phase(addr, func(ps *runrec.PhaseState) {
+	r.state.Phase(addr, func(ps *runrec.PhaseState) {
 		ps.Key = ""
 		ps.Reasons = nil
 	})

@@ -2,16 +2,17 @@ package engine
 
 import (
 	"context"
-	"github.com/cairn-run/cairn/executor"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 const slotSpec = `
@@ -38,12 +39,15 @@ phase "b" {
 // already over keeps its slot and waits for nothing.
 func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": slotSpec})
+	st := &runrec.RunState{Phases: map[string]*runrec.PhaseState{}}
+	state := workspace.NewStateWriter(filepath.Join(t.TempDir(), "state.json"), t.TempDir(), st, time.Hour, nil)
+	defer state.Close()
 	r := &runner{
 		e:       s.engine(t),
 		results: make(chan phaseResult),
 		storing: map[string]chan struct{}{"a": make(chan struct{})},
 		res:     &RunResult{Failures: map[string]error{}},
-		state:   &stateFile{st: &runrec.RunState{Phases: map[string]*runrec.PhaseState{}}},
+		state:   state,
 	}
 	type ret struct {
 		u       string
@@ -105,7 +109,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 
 	// Refused: the phase is recorded as not started, without the key and
 	// reasons of its decision.
-	r.state.phase("b", func(ps *runrec.PhaseState) { ps.Key, ps.Reasons = "k", []string{"new"} })
+	r.state.Phase("b", func(ps *runrec.PhaseState) { ps.Key, ps.Reasons = "k", []string{"new"} })
 	r.storing["a"] = make(chan struct{})
 	go await()
 	next("yield")
@@ -117,7 +121,7 @@ func TestAwaitUpstreamsGivesSlotBack(t *testing.T) {
 	if !r.notStarted["b"] {
 		t.Error("a refused phase is not recorded as not started")
 	}
-	if ps := r.state.st.Phases["b"]; ps.Key != "" || ps.Reasons != nil {
+	if ps := st.Phases["b"]; ps.Key != "" || ps.Reasons != nil {
 		t.Errorf("a refused phase is recorded as %+v, want no key or reasons", ps)
 	}
 

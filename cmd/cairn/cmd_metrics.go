@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 type metricsOptions struct {
@@ -101,7 +102,7 @@ func runMetrics(g *globals, opts metricsOptions, phases []string, out io.Writer)
 
 // selectRuns returns the runs to show, newest first: the given ones, the
 // latest, or all.
-func selectRuns(ws engine.Workspace, ids []string, latest bool) ([]*runrec.RunState, error) {
+func selectRuns(ws workspace.Workspace, ids []string, latest bool) ([]*runrec.RunState, error) {
 	if len(ids) > 0 {
 		var out []*runrec.RunState
 		seen := map[string]bool{}

@@ -23,11 +23,12 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // runFromArgs returns the workspace and the run named by args[0] (an id
 // or a unique prefix), or its latest run when args is empty.
-func (g *globals) runFromArgs(args []string) (engine.Workspace, *runrec.RunState, error) {
+func (g *globals) runFromArgs(args []string) (workspace.Workspace, *runrec.RunState, error) {
 	ws, err := g.workspace()
 	if err != nil {
 		return ws, nil, err
@@ -42,12 +43,12 @@ func (g *globals) runFromArgs(args []string) (engine.Workspace, *runrec.RunState
 
 // workspace returns the workspace of the spec named by -f, without
 // loading the spec: run records stay readable when the spec is broken.
-func (g *globals) workspace() (engine.Workspace, error) {
+func (g *globals) workspace() (workspace.Workspace, error) {
 	abs, err := filepath.Abs(g.File)
 	if err != nil {
-		return engine.Workspace{}, err
+		return workspace.Workspace{}, err
 	}
-	return engine.Workspace{Root: filepath.Dir(abs)}, nil
+	return workspace.Workspace{Root: filepath.Dir(abs)}, nil
 }
 
 // looseCache opens the cache for commands that do not need the spec: the
@@ -156,7 +157,7 @@ spec to raise a budget.`,
 }
 
 // nothingToResume wraps err with the list of runs.
-func nothingToResume(ws engine.Workspace, err error) error {
+func nothingToResume(ws workspace.Workspace, err error) error {
 	var unknown *runrec.UnknownRunError
 	if errors.As(err, &unknown) || errors.Is(err, runrec.ErrDamagedState) {
 		return err
@@ -573,7 +574,7 @@ func logsTarget(g *globals, arg string) (string, error) {
 	return arg, engine.UnknownTarget(s, arg)
 }
 
-func runLogs(ctx context.Context, g *globals, ws engine.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {
+func runLogs(ctx context.Context, g *globals, ws workspace.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {
 	var st *runrec.RunState
 	if runID != "" {
 		s, err := ws.Records().FindRun(runID)
@@ -673,7 +674,7 @@ func cachedLogs(g *globals, ps *runrec.PhaseState, wantOut, wantErr bool, out io
 
 // followLogs prints the files as they grow until the phase is no longer
 // running in the run's record.
-func followLogs(ctx context.Context, ws engine.Workspace, runID, phase string, files []string, out io.Writer) error {
+func followLogs(ctx context.Context, ws workspace.Workspace, runID, phase string, files []string, out io.Writer) error {
 	offs := make([]int64, len(files))
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // TestResumeIdentical is RELIABILITY.md T3: the runner (cairn alone, not
@@ -97,7 +97,7 @@ func TestResumeIdentical(t *testing.T) {
 			// Resume the killed run, unless it was killed before writing
 			// its record (then there is nothing to resume yet: run), or
 			// after recording its success (then it is done).
-			ws := engine.Workspace{Root: w.ws}
+			ws := workspace.Workspace{Root: w.ws}
 			if last, err := ws.Records().FindRun(""); err == nil {
 				if last.Status == runrec.RunSucceeded {
 					break

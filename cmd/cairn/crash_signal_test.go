@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // TestSignalDuringPublish is RELIABILITY.md T25: SIGINT or SIGTERM reaches
@@ -96,7 +96,7 @@ func TestSignalDuringPublish(t *testing.T) {
 		errsBefore := w.errs
 		w.verify(name)
 		w.checkStates(name)
-		ws := engine.Workspace{Root: w.ws}
+		ws := workspace.Workspace{Root: w.ws}
 		last, ferr := ws.Records().FindRun("")
 		switch {
 		case ferr != nil:

@@ -18,9 +18,9 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/upkeep"
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // buildCairn builds the cairn binary once per test binary run.
@@ -221,7 +221,7 @@ func TestCrashLoop(t *testing.T) {
 // in the records and in counter.log.
 func (w *crashWS) finishedPhases() (done, known map[string]bool) {
 	done, known = map[string]bool{}, map[string]bool{}
-	ws := engine.Workspace{Root: w.ws}
+	ws := workspace.Workspace{Root: w.ws}
 	runs, err := ws.Records().Runs()
 	if err != nil {
 		w.t.Fatal(err)

@@ -7,10 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/slurm"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // The executors phases run on, one registration each: adding an executor
@@ -57,7 +57,7 @@ func executorList() string {
 
 // cancelLeftJobs cancels the remote jobs of a run whose cairn process is
 // gone (the named run, else the latest).
-func cancelLeftJobs(cmd *cobra.Command, g *globals, ws engine.Workspace, args []string) error {
+func cancelLeftJobs(cmd *cobra.Command, g *globals, ws workspace.Workspace, args []string) error {
 	id := ""
 	if len(args) > 0 {
 		id = args[0]

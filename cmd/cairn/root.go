@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // Exit codes.
@@ -327,7 +328,7 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 	// memo is written only where the state directory already exists.
 	parser := spec.NewParser()
 	if g.makesState {
-		ws := &engine.Workspace{Root: filepath.Dir(g.File)}
+		ws := &workspace.Workspace{Root: filepath.Dir(g.File)}
 		parser.InitMemoDir = ws.Init
 	}
 	s, diags, _ := parser.LoadFileMemo(g.File, opts, specMemoPath(g.File))
@@ -453,7 +454,7 @@ func earlyMemories(args []string) *earlyRead {
 // specMemoPath is where the memo of the spec file lives: the workspace's
 // state directory, beside the spec.
 func specMemoPath(file string) string {
-	return spec.MemoPath(filepath.Join(filepath.Dir(file), engine.StateDirName), file)
+	return spec.MemoPath(filepath.Join(filepath.Dir(file), workspace.StateDirName), file)
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing

@@ -1,6 +1,6 @@
 //go:build !linux && !darwin && !freebsd && !netbsd
 
-package engine
+package workspace
 
 // sysCtimeIno gives no ctime or inode number here: the digest memory
 // compares size, mtime and mode only.

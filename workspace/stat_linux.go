@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"io/fs"
@@ -9,39 +9,39 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statPath is os.Stat for the digest memory's purposes, without building
+// StatPath is os.Stat for the digest memory's purposes, without building
 // an fs.FileInfo: a no-op run stats every input, and os.Stat allocates
 // for each. The mode is converted exactly as
-// package os does, so its entries compare equal to statOf's.
-func statPath(abs string) (fileStat, error) {
+// package os does, so its entries compare equal to StatOf's.
+func StatPath(abs string) (FileStat, error) {
 	return statAtFD(unix.AT_FDCWD, abs, abs)
 }
 
-// statAt is statPath of rel resolved from the open directory dir (abs
+// statAt is StatPath of rel resolved from the open directory dir (abs
 // names the file in errors).
-func statAt(dir *os.File, rel, abs string) (fileStat, error) {
+func statAt(dir *os.File, rel, abs string) (FileStat, error) {
 	st, err := statAtFD(int(dir.Fd()), rel, abs)
 	runtime.KeepAlive(dir)
 	return st, err
 }
 
-// lstatPath is statPath of the link itself when abs is a symbolic link.
-func lstatPath(abs string) (fileStat, error) {
+// LstatPath is StatPath of the link itself when abs is a symbolic link.
+func LstatPath(abs string) (FileStat, error) {
 	return fstatat(unix.AT_FDCWD, abs, abs, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// lstatAt is lstatPath of rel resolved from the open directory dir.
-func lstatAt(dir *os.File, rel, abs string) (fileStat, error) {
+// lstatAt is LstatPath of rel resolved from the open directory dir.
+func lstatAt(dir *os.File, rel, abs string) (FileStat, error) {
 	st, err := fstatat(int(dir.Fd()), rel, abs, unix.AT_SYMLINK_NOFOLLOW)
 	runtime.KeepAlive(dir)
 	return st, err
 }
 
-func statAtFD(dirfd int, name, abs string) (fileStat, error) {
+func statAtFD(dirfd int, name, abs string) (FileStat, error) {
 	return fstatat(dirfd, name, abs, 0)
 }
 
-func fstatat(dirfd int, name, abs string, flags int) (fileStat, error) {
+func fstatat(dirfd int, name, abs string, flags int) (FileStat, error) {
 	var st unix.Stat_t
 	for {
 		err := unix.Fstatat(dirfd, name, &st, flags)
@@ -49,7 +49,7 @@ func fstatat(dirfd int, name, abs string, flags int) (fileStat, error) {
 			break
 		}
 		if err != unix.EINTR {
-			return fileStat{}, &fs.PathError{Op: "stat", Path: abs, Err: err}
+			return FileStat{}, &fs.PathError{Op: "stat", Path: abs, Err: err}
 		}
 	}
 	mode := fs.FileMode(st.Mode & 0o777)
@@ -76,12 +76,12 @@ func fstatat(dirfd int, name, abs string, flags int) (fileStat, error) {
 	if st.Mode&unix.S_ISVTX != 0 {
 		mode |= fs.ModeSticky
 	}
-	return fileStat{
-		size:  st.Size,
-		mtime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
-		ctime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
-		ino:   st.Ino,
-		mode:  mode,
+	return FileStat{
+		Size:  st.Size,
+		MTime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		CTime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		Ino:   st.Ino,
+		Mode:  mode,
 	}, nil
 }
 

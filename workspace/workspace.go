@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"encoding/json"
@@ -26,8 +26,8 @@ const StateDirName = ".cairn"
 type Workspace struct {
 	Root string // absolute
 
-	// dir, when set (engine.New sets it), holds the workspace directory
-	// open, so inputs are stat'ed relative to it (statRel).
+	// dir, when set (New sets it), holds the workspace directory
+	// open, so inputs are stat'ed relative to it (StatRel).
 	dir *rootDir
 }
 
@@ -47,14 +47,14 @@ func (d *rootDir) open(root string) *os.File {
 	return d.f
 }
 
-// statRel stats the workspace file rel as statPath does its absolute path
+// StatRel stats the workspace file rel as StatPath does its absolute path
 // (w.Abs(rel), which errors name). A clean relative path below the root
 // is resolved from the open workspace directory, which walks two path
 // components rather than every one of the root's and builds no absolute
 // path: a no-op run stats every input. Paths with ".." or absolute ones go
 // by the absolute path, so a symlink in the root's path means what it
 // meant before.
-func (w *Workspace) statRel(rel string) (fileStat, error) {
+func (w *Workspace) StatRel(rel string) (FileStat, error) {
 	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
 		if f := w.dir.open(w.Root); f != nil {
 			st, err := statAt(f, rel, "")
@@ -64,11 +64,11 @@ func (w *Workspace) statRel(rel string) (fileStat, error) {
 			return st, err
 		}
 	}
-	return statPath(w.Abs(rel))
+	return StatPath(w.Abs(rel))
 }
 
-// lstatRel is statRel that does not follow a final symbolic link.
-func (w *Workspace) lstatRel(rel string) (fileStat, error) {
+// LstatRel is StatRel that does not follow a final symbolic link.
+func (w *Workspace) LstatRel(rel string) (FileStat, error) {
 	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
 		if f := w.dir.open(w.Root); f != nil {
 			st, err := lstatAt(f, rel, "")
@@ -78,7 +78,7 @@ func (w *Workspace) lstatRel(rel string) (fileStat, error) {
 			return st, err
 		}
 	}
-	return lstatPath(w.Abs(rel))
+	return LstatPath(w.Abs(rel))
 }
 
 // StateDir returns the absolute path of .cairn/.
@@ -247,10 +247,14 @@ func (l *Lock) Unlock() error {
 	return l.fl.Unlock()
 }
 
-// safeName turns a phase address into a file name: harden["m1"] becomes
+// SafeName turns a phase address into a file name: harden["m1"] becomes
 // harden[m1].
-func safeName(addr string) string { return safeNameReplacer.Replace(addr) }
+func SafeName(addr string) string { return safeNameReplacer.Replace(addr) }
 
 // safeNameReplacer is built once: a Replacer builds its tables on first
-// use, and safeName is called several times per phase.
+// use, and SafeName is called several times per phase.
 var safeNameReplacer = strings.NewReplacer(`"`, "", "/", "_", `\`, "_", "\x00", "_")
+
+// New returns the workspace at root (absolute) that stats its files
+// relative to the open root directory (StatRel).
+func New(root string) Workspace { return Workspace{Root: root, dir: &rootDir{}} }

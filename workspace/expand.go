@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"errors"
@@ -14,21 +14,23 @@ import (
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
-// notRegularError is an input path (rel) that is neither a regular file
+// NotRegularError is an input path (rel) that is neither a regular file
 // nor a directory (nor a symbolic link to one): a FIFO or a device, whose
 // reading would block or never end.
-type notRegularError struct {
-	rel  string
-	mode fs.FileMode
+// NotRegularError is Expand's error for a match that is neither a
+// regular file nor a directory.
+type NotRegularError struct {
+	Rel  string
+	Mode fs.FileMode
 }
 
-func (e *notRegularError) Error() string {
-	return fmt.Sprintf("%s is %s, not a regular file or a directory", e.rel, fsx.FileKind(e.mode))
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is %s, not a regular file or a directory", e.Rel, fsx.FileKind(e.Mode))
 }
 
-// notRegularInput is the error for an input of phase addr (pattern, as
+// NotRegularInput is the error for an input of phase addr (pattern, as
 // declared) naming rel, which is not a regular file or a directory.
-func notRegularInput(addr, pattern, rel string, mode fs.FileMode) error {
+func NotRegularInput(addr, pattern, rel string, mode fs.FileMode) error {
 	what := fmt.Sprintf("input %q", pattern)
 	if rel != pattern {
 		what = fmt.Sprintf("input %q matches %s, which", pattern, rel)
@@ -36,8 +38,8 @@ func notRegularInput(addr, pattern, rel string, mode fs.FileMode) error {
 	return fmt.Errorf("phase %s: %s is %s: an input must be a regular file, a directory or a symbolic link to one, whose content cairn hashes. Remove it from inputs or replace it with a regular file", addr, what, fsx.FileKind(mode))
 }
 
-// hasMeta reports whether an input is a glob pattern.
-func hasMeta(p string) bool {
+// HasMeta reports whether an input is a glob pattern.
+func HasMeta(p string) bool {
 	// A loop, not strings.ContainsAny, which builds its set on every
 	// call: a no-op run asks this of every input.
 	for i := 0; i < len(p); i++ {
@@ -49,26 +51,26 @@ func hasMeta(p string) bool {
 	return false
 }
 
-// expandPattern returns the slash paths of the regular files (and
+// Expand returns the slash paths of the regular files (and
 // symlinks to files) an input pattern names on disk: the file itself, every
 // file below a directory, or every file a glob matches (directories matched
 // by a glob are walked too). skip reports paths to leave out, with their
 // subtrees. A pattern naming nothing gives no paths and no error. Where
 // it had to stat a file anyway, it leaves the result in stats (if not nil)
 // so the file is not stat'ed again for its digest: one stat per input.
-func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]fileStat) ([]string, error) {
+func Expand(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]FileStat) ([]string, error) {
 	var out []string
 	add := func(rel string) error {
-		st, err := ws.statRel(rel)
+		st, err := ws.StatRel(rel)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil // dangling symlink or vanished file
 			}
 			return err
 		}
-		if !st.mode.IsDir() {
-			if !st.mode.IsRegular() && !skip(rel) {
-				return &notRegularError{rel: rel, mode: st.mode}
+		if !st.Mode.IsDir() {
+			if !st.Mode.IsRegular() && !skip(rel) {
+				return &NotRegularError{Rel: rel, Mode: st.Mode}
 			}
 			if !skip(rel) {
 				out = append(out, rel)
@@ -83,7 +85,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			if err != nil {
 				return err
 			}
-			r := joinRel(rel, abs, p)
+			r := JoinRel(rel, abs, p)
 			if skip(r) {
 				if d.IsDir() {
 					return filepath.SkipDir
@@ -102,7 +104,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 					return nil
 				}
 				if stats != nil {
-					stats[r] = statOf(st)
+					stats[r] = StatOf(st)
 				}
 			} else if !d.Type().IsRegular() {
 				return nil
@@ -111,7 +113,7 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 			return nil
 		})
 	}
-	if !hasMeta(pattern) {
+	if !HasMeta(pattern) {
 		if err := add(pattern); err != nil {
 			return nil, err
 		}
@@ -137,21 +139,21 @@ func expandPattern(ws *Workspace, pattern string, skip func(rel string) bool, st
 	return out, nil
 }
 
-// joinRel maps an absolute path p found while walking the directory abs
+// JoinRel maps an absolute path p found while walking the directory abs
 // (named rel in the workspace) back to a workspace slash path.
-func joinRel(rel, abs, p string) string {
+func JoinRel(rel, abs, p string) string {
 	if p == abs {
 		return rel
 	}
 	return path.Join(rel, filepath.ToSlash(p[len(abs)+1:]))
 }
 
-// matchesPattern reports whether the workspace path rel is named by an
+// MatchesPattern reports whether the workspace path rel is named by an
 // input pattern: equal, below it, or matched by the glob (or below a
 // directory the glob matches).
-func matchesPattern(pattern, rel string) bool {
-	if !hasMeta(pattern) {
-		return isAtOrBelow(rel, pattern)
+func MatchesPattern(pattern, rel string) bool {
+	if !HasMeta(pattern) {
+		return IsAtOrBelow(rel, pattern)
 	}
 	for p := rel; p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		if ok, _ := doublestar.Match(pattern, p); ok {
@@ -161,7 +163,7 @@ func matchesPattern(pattern, rel string) bool {
 	return false
 }
 
-// isAtOrBelow reports whether the slash path rel is dir or lies below it.
-func isAtOrBelow(rel, dir string) bool {
+// IsAtOrBelow reports whether the slash path rel is dir or lies below it.
+func IsAtOrBelow(rel, dir string) bool {
 	return strings.HasPrefix(rel, dir) && (len(rel) == len(dir) || rel[len(dir)] == '/')
 }

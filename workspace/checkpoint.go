@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
-// checkpointDirs makes and removes the phases' $CAIRN_CHECKPOINT_DIR
+// Checkpoints makes and removes the phases' $CAIRN_CHECKPOINT_DIR
 // directories (.cairn/checkpoints/<key>). Every phase that runs gets one
 // and nearly every one leaves it empty, so a run would make and remove a
 // directory per phase; where making an inode is dear (ext4 without a
@@ -23,8 +23,8 @@ import (
 // as many directories as it runs phases at once. To the phases nothing
 // changes: the directory exists, empty or as an interrupted attempt left
 // it, when the command starts, and is gone from its path after success.
-type checkpointDirs struct {
-	dir string // .cairn/checkpoints
+type Checkpoints struct {
+	Dir string // .cairn/checkpoints
 
 	mu     sync.Mutex
 	spares []string
@@ -34,9 +34,9 @@ type checkpointDirs struct {
 
 const spareCheckpointPrefix = ".spare-"
 
-// make creates path, a checkpoint directory, unless it exists (kept from
+// Make creates path, a checkpoint directory, unless it exists (kept from
 // an interrupted attempt).
-func (c *checkpointDirs) make(path string) error {
+func (c *Checkpoints) Make(path string) error {
 	c.mu.Lock()
 	c.used = true
 	var spare string
@@ -56,13 +56,13 @@ func (c *checkpointDirs) make(path string) error {
 	return os.MkdirAll(path, 0o755)
 }
 
-// release removes path, the checkpoint directory of a phase that
+// Release removes path, the checkpoint directory of a phase that
 // succeeded: an empty one becomes a spare.
-func (c *checkpointDirs) release(path string) {
+func (c *Checkpoints) Release(path string) {
 	if emptyDir(path) {
 		c.mu.Lock()
 		c.n++
-		spare := filepath.Join(c.dir, spareCheckpointPrefix+strconv.Itoa(c.n))
+		spare := filepath.Join(c.Dir, spareCheckpointPrefix+strconv.Itoa(c.n))
 		c.mu.Unlock()
 		if os.Rename(path, spare) == nil {
 			c.put(spare)
@@ -72,15 +72,15 @@ func (c *checkpointDirs) release(path string) {
 	_ = os.RemoveAll(path)
 }
 
-func (c *checkpointDirs) put(spare string) {
+func (c *Checkpoints) put(spare string) {
 	c.mu.Lock()
 	c.spares = append(c.spares, spare)
 	c.mu.Unlock()
 }
 
-// cleanup removes the spares, this run's and any a cairn that died left,
+// Cleanup removes the spares, this run's and any a cairn that died left,
 // once no phase runs.
-func (c *checkpointDirs) cleanup() {
+func (c *Checkpoints) Cleanup() {
 	c.mu.Lock()
 	used := c.used
 	c.spares = nil
@@ -88,13 +88,13 @@ func (c *checkpointDirs) cleanup() {
 	if !used {
 		return
 	}
-	ents, err := os.ReadDir(c.dir)
+	ents, err := os.ReadDir(c.Dir)
 	if err != nil {
 		return
 	}
 	for _, ent := range ents {
 		if strings.HasPrefix(ent.Name(), spareCheckpointPrefix) {
-			_ = os.RemoveAll(filepath.Join(c.dir, ent.Name()))
+			_ = os.RemoveAll(filepath.Join(c.Dir, ent.Name()))
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build darwin || freebsd || netbsd
 
-package engine
+package workspace
 
 import "syscall"
 

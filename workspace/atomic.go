@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 	"github.com/cairn-run/cairn/internal/proc"
 )
 
-// writeFileAtomic writes data to path through a temporary file in the same
+// WriteFileAtomic writes data to path through a temporary file in the same
 // directory and a rename, so a reader sees the old or the new content,
 // never a mix. With durable, the file is fsynced before the rename and the
 // directory after it. A run's state.json is always fsynced before the
@@ -19,7 +19,7 @@ import (
 // (the old or the new), since a run record that does not parse is lost;
 // other state files (digests, keys, phasekeys) are rebuilt when damaged.
 // A full disk is reported with the free space left (cache.NoSpace).
-func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	label := "ws"
 	syncFile := durable
 	if filepath.Base(path) == "state.json" {
@@ -33,10 +33,10 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode, durable bool) e
 // its cairn dies: one directory listing per directory holding outputs.
 // Called only after a run died, with the workspace lock held, so no
 // restore of this workspace is under way.
-func (e *Engine) removeRestoreTemps() {
+func (w *Workspace) removeRestoreTemps(outputs map[string]string) {
 	seen := map[string]bool{}
-	for out := range e.producer {
-		dir := filepath.Dir(e.ws.Abs(out))
+	for out := range outputs {
+		dir := filepath.Dir(w.Abs(out))
 		if seen[dir] {
 			continue
 		}
@@ -68,19 +68,20 @@ func isHex16(s string) bool {
 	return true
 }
 
-// removeStaleTemps removes the temp files writeFileAtomic leaves behind
+// RemoveStaleTemps removes the temp files WriteFileAtomic leaves behind
 // when its process dies between creating and renaming one: in .cairn/ and
 // in the folder of the run that died (named by .cairn/current), and the
-// restore temps next to outputs that run may have left. Only state temps
+// restore temps next to outputs (the keys of outputs, workspace paths)
+// that run may have left. Only state temps
 // whose writer (the pid in the name) is gone are removed, so a cairn plan
 // saving digests meanwhile is not disturbed.
-func (e *Engine) removeStaleTemps() {
-	dirs := []string{e.ws.StateDir()}
-	if b, err := os.ReadFile(e.ws.currentFile()); err == nil {
+func (w *Workspace) RemoveStaleTemps(outputs map[string]string) {
+	dirs := []string{w.StateDir()}
+	if b, err := os.ReadFile(w.CurrentFile()); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" && filepath.IsLocal(id) && !strings.ContainsRune(id, filepath.Separator) {
-			dirs = append(dirs, filepath.Join(e.ws.RunsDir(), id))
+			dirs = append(dirs, filepath.Join(w.RunsDir(), id))
 		}
-		e.removeRestoreTemps()
+		w.removeRestoreTemps(outputs)
 	}
 	for _, dir := range dirs {
 		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))

@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"bytes"
@@ -9,17 +9,17 @@ import (
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// currentFile names the run in progress; it outlives a run only when the
+// CurrentFile names the run in progress; it outlives a run only when the
 // run's process died without cleaning up.
-func (w *Workspace) currentFile() string { return filepath.Join(w.StateDir(), "current") }
+func (w *Workspace) CurrentFile() string { return filepath.Join(w.StateDir(), "current") }
 
-// recoverStaleRun is called with the workspace lock held. A "current" run
+// RecoverStaleRun is called with the workspace lock held. A "current" run
 // left behind belongs to a cairn process that died (the lock proves it is
 // gone): its phases' processes may still be running, orphaned, and would
 // race with this run over the same outputs. Kill every process that
 // carries that run's id in its environment, and mark the run interrupted.
-func (e *Engine) recoverStaleRun() {
-	b, err := os.ReadFile(e.ws.currentFile())
+func (w *Workspace) RecoverStaleRun() {
+	b, err := os.ReadFile(w.CurrentFile())
 	if err != nil {
 		return
 	}
@@ -28,7 +28,7 @@ func (e *Engine) recoverStaleRun() {
 		return
 	}
 	local.KillMarked("CAIRN_RUN_ID=" + runID)
-	path := e.ws.Records().StatePath(runID)
+	path := w.Records().StatePath(runID)
 	if st, err := runrec.ReadState(path); err == nil && st.Status == runrec.RunRunning {
 		st.Status = runrec.RunInterrupted
 		for _, ps := range st.Phases {
@@ -38,8 +38,8 @@ func (e *Engine) recoverStaleRun() {
 			}
 		}
 		if data, err := runrec.Marshal(st); err == nil {
-			_ = writeFileAtomic(path, data, 0o600, true)
+			_ = WriteFileAtomic(path, data, 0o600, true)
 		}
 	}
-	_ = os.Remove(e.ws.currentFile())
+	_ = os.Remove(w.CurrentFile())
 }

@@ -1,4 +1,4 @@
-package engine
+package workspace
 
 import (
 	"errors"
@@ -14,24 +14,24 @@ import (
 	"github.com/cairn-run/cairn/runrec"
 )
 
-// The engine's side of the run records (package runrec): writing a run's
-// record while it runs, the pointer to the run in progress
-// (.cairn/current) and stop requests. The writer is the engine's because
-// when it writes follows the run (ready: before the first phase changes
-// the workspace), and a full disk is reported with the free space left
+// The workspace's side of the run records (package runrec): writing a
+// run's record into its run directory while it runs, the pointer to the
+// run in progress (.cairn/current) and stop requests. When the writer
+// writes follows the run (Ready: before the first phase changes the
+// workspace); a full disk is reported with the free space left
 // (cache.NoSpace), as every other write of a run is.
 
 // Records returns the workspace's directory of run records.
 func (w *Workspace) Records() runrec.Dir { return runrec.Dir(w.RunsDir()) }
 
-// stateFile owns a run's state and writes it to disk. Updates are cheap;
+// StateWriter owns a run's state and writes it to disk. Updates are cheap;
 // writes are grouped: a background loop writes the first record when the
-// first phase is about to execute (ready) or after firstRecordDelay,
+// first phase is about to execute (Ready) or after firstRecordDelay,
 // whichever comes first, then at most every interval while something
 // changed, and Close writes the final state. A run that finds everything
 // cached within firstRecordDelay writes one record, at its end, with one
 // fsync.
-type stateFile struct {
+type StateWriter struct {
 	path   string
 	tmpDir string // .cairn: where every run looks for temp files a dead cairn left
 	// beforeFirst, if set, runs before the first record is written
@@ -46,7 +46,7 @@ type stateFile struct {
 	writeMu sync.Mutex     // one write at a time: they share enc's buffers
 	enc     runrec.Encoder // guarded by writeMu
 
-	kick     chan struct{} // closed by ready: write the first record now
+	kick     chan struct{} // closed by Ready: write the first record now
 	kickOnce sync.Once
 	first    chan struct{} // closed once the first record is written
 	firstErr error
@@ -60,25 +60,25 @@ type stateFile struct {
 // that cairn status soon sees a run that restores or decides for longer.
 const firstRecordDelay = 100 * time.Millisecond
 
-func newStateFile(path, tmpDir string, st *runrec.RunState, interval time.Duration, beforeFirst func() error) *stateFile {
-	sf := &stateFile{path: path, tmpDir: tmpDir, beforeFirst: beforeFirst, st: st, kick: make(chan struct{}), first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+func NewStateWriter(path, tmpDir string, st *runrec.RunState, interval time.Duration, beforeFirst func() error) *StateWriter {
+	sf := &StateWriter{path: path, tmpDir: tmpDir, beforeFirst: beforeFirst, st: st, kick: make(chan struct{}), first: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	go sf.loop(interval)
 	return sf
 }
 
-// ready has the first record written, if it is not yet, waits for it and
+// Ready has the first record written, if it is not yet, waits for it and
 // returns the error writing it. The engine calls it before the run changes
 // the workspace (a phase executes, an output is restored), so no command
 // starts before the run's record is on disk, and Close then writes the
 // last record durably.
-func (sf *stateFile) ready() error {
+func (sf *StateWriter) Ready() error {
 	sf.kickOnce.Do(func() { close(sf.kick) })
 	<-sf.first
 	return sf.firstErr
 }
 
-// executed reports whether ready was called.
-func (sf *stateFile) executed() bool {
+// Executed reports whether Ready was called.
+func (sf *StateWriter) Executed() bool {
 	select {
 	case <-sf.kick:
 		return true
@@ -87,7 +87,7 @@ func (sf *stateFile) executed() bool {
 	}
 }
 
-func (sf *stateFile) loop(interval time.Duration) {
+func (sf *StateWriter) loop(interval time.Duration) {
 	defer close(sf.done)
 	delay := time.NewTimer(firstRecordDelay)
 	select {
@@ -134,17 +134,17 @@ func (sf *stateFile) loop(interval time.Duration) {
 	}
 }
 
-// update applies fn to the state under the lock.
-func (sf *stateFile) update(fn func(*runrec.RunState)) {
+// Update applies fn to the state under the lock.
+func (sf *StateWriter) Update(fn func(*runrec.RunState)) {
 	sf.mu.Lock()
 	fn(sf.st)
 	sf.dirty = true
 	sf.mu.Unlock()
 }
 
-// phase applies fn to one phase's record.
-func (sf *stateFile) phase(addr string, fn func(*runrec.PhaseState)) {
-	sf.update(func(st *runrec.RunState) {
+// Phase applies fn to one phase's record.
+func (sf *StateWriter) Phase(addr string, fn func(*runrec.PhaseState)) {
+	sf.Update(func(st *runrec.RunState) {
 		ps := st.Phases[addr]
 		if ps == nil {
 			ps = &runrec.PhaseState{Status: runrec.StatusPending}
@@ -162,7 +162,11 @@ const (
 	syncAll                       // the content, then the directory after the rename
 )
 
-func (sf *stateFile) write(mode stateSync) error {
+// Flush writes the record now, its content fsynced: for what must reach
+// state.json before cairn can die without a trace of it.
+func (sf *StateWriter) Flush() error { return sf.write(syncFile) }
+
+func (sf *StateWriter) write(mode stateSync) error {
 	sf.writeMu.Lock()
 	defer sf.writeMu.Unlock()
 	sf.mu.Lock()
@@ -189,10 +193,10 @@ func (sf *stateFile) write(mode stateSync) error {
 // I1), but not its directory: such a run's record, if a power cut took
 // it, costs nothing to make again, its phases' results being durable in
 // the cache.
-func (sf *stateFile) Close() error {
+func (sf *StateWriter) Close() error {
 	close(sf.stop)
 	<-sf.done
-	if sf.executed() {
+	if sf.Executed() {
 		return sf.write(syncAll)
 	}
 	return sf.write(syncFile)
@@ -200,7 +204,7 @@ func (sf *stateFile) Close() error {
 
 // CurrentRun returns the id of the run in progress, or "".
 func (w *Workspace) CurrentRun() string {
-	b, err := os.ReadFile(w.currentFile())
+	b, err := os.ReadFile(w.CurrentFile())
 	if err != nil {
 		return ""
 	}
@@ -227,5 +231,5 @@ func (w *Workspace) RequestStop(id string) error {
 	if st.Status != runrec.RunRunning {
 		return fmt.Errorf("run %s is not running (status %s)", id, st.Status)
 	}
-	return writeFileAtomic(filepath.Join(w.RunsDir(), id, "stop"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644, false)
+	return WriteFileAtomic(filepath.Join(w.RunsDir(), id, "stop"), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644, false)
 }
