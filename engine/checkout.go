@@ -8,6 +8,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -29,7 +30,7 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 	}
 	defer lock.Unlock()
 	e := &Engine{ws: ws, cache: c, now: time.Now}
-	e.mem = LoadMemory(filepath.Join(ws.StateDir(), "digests"))
+	e.mem = memories.LoadMemory(filepath.Join(ws.StateDir(), "digests"))
 	res := &CheckoutResult{}
 	addrs := make([]string, 0, len(st.Phases))
 	for a := range st.Phases {

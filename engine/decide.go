@@ -62,7 +62,7 @@ func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, for
 	if err == errStaleKey {
 		// Never expected: the memory named a key the phase's components
 		// do not give. Decide again without it.
-		e.phaseKeys.forget(p.Addr)
+		e.phaseKeys.Forget(p.Addr)
 		return e.decideWith(p, up, forced, false)
 	}
 	return d, err
@@ -100,7 +100,7 @@ func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFil
 		k.fp, k.fpOK = e.fingerprint(g)
 	}
 	if remembered && k.fpOK && !forced && p.Cache {
-		k.key, k.remembered = e.phaseKeys.lookup(p.Addr, k.fp)
+		k.key, k.remembered = e.phaseKeys.Lookup(p.Addr, k.fp)
 	}
 	if !k.remembered {
 		return k.full()
@@ -125,7 +125,7 @@ func (k *keying) full() error {
 	}
 	k.key = key
 	if k.fpOK && k.g.calm(k.began) {
-		k.e.phaseKeys.record(k.p.Addr, k.fp, key)
+		k.e.phaseKeys.Record(k.p.Addr, k.fp, key)
 	}
 	return nil
 }
@@ -343,7 +343,7 @@ var errStaleKey = errors.New("remembered phase key is stale")
 // explainMiss says why p's key has no entry, by comparing its components
 // with those recorded for the phase's last result in this workspace.
 func (e *Engine) explainMiss(p *spec.Phase, comps []cache.Component) []string {
-	prevKey, ok := e.lastKeys.get(p.Addr)
+	prevKey, ok := e.lastKeys.Get(p.Addr)
 	if !ok {
 		return []string{"new phase"}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,8 +12,8 @@ import (
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
-	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -25,14 +24,14 @@ type Engine struct {
 	spec  *spec.Spec
 	ws    workspace.Workspace
 	cache *remote.Tiered
-	mem   *Memory
+	mem   *memories.Memory
 	exec  executor.Executor
 	rep   Reporter
 	now   func() time.Time
 
 	hashWorkers int
-	lastKeys    *keyIndex
-	phaseKeys   *phaseKeys
+	lastKeys    *memories.LastKeys
+	phaseKeys   *memories.PhaseKeys
 	entries     *cache.EntryMemo // nil without a cache
 	session     *upkeep.Session  // records the run's hits and puts for gc and stats; nil when planning
 	// work, set while Run runs, is done once the run is interrupted: the
@@ -64,9 +63,9 @@ type Config struct {
 // time, never correctness.
 type Memories struct {
 	dir       string
-	digests   *Memory
-	keys      *keyIndex
-	phaseKeys *phaseKeys
+	digests   *memories.Memory
+	keys      *memories.LastKeys
+	phaseKeys *memories.PhaseKeys
 	entries   *cache.EntryMemo
 }
 
@@ -76,10 +75,10 @@ func LoadMemories(dir string) *Memories {
 	state := filepath.Join(dir, workspace.StateDirName)
 	m := &Memories{dir: dir}
 	var wg sync.WaitGroup
-	wg.Go(func() { m.digests = LoadMemory(filepath.Join(state, "digests")) })
+	wg.Go(func() { m.digests = memories.LoadMemory(filepath.Join(state, "digests")) })
 	wg.Go(func() {
-		m.keys = loadKeyIndex(filepath.Join(state, "keys"))
-		m.phaseKeys = loadPhaseKeys(filepath.Join(state, "phasekeys"))
+		m.keys = memories.LoadLastKeys(filepath.Join(state, "keys"))
+		m.phaseKeys = memories.LoadPhaseKeys(filepath.Join(state, "phasekeys"))
 	})
 	wg.Go(func() { m.entries = cache.LoadEntryMemo(filepath.Join(state, "entries")) })
 	wg.Wait()
@@ -138,7 +137,7 @@ func (e *Engine) saveEntryMemo() {
 // savePhaseKeys writes the phase-key memory back; a hint file too.
 func (e *Engine) savePhaseKeys() {
 	if e.phaseKeys != nil {
-		_ = e.phaseKeys.save()
+		_ = e.phaseKeys.Save()
 	}
 }
 
@@ -147,86 +146,6 @@ func (e *Engine) Cache() *remote.Tiered { return e.cache }
 
 // Workspace returns the engine's workspace.
 func (e *Engine) Workspace() *workspace.Workspace { return &e.ws }
-
-// keyIndex remembers the last key each phase succeeded or hit with in this
-// workspace, so a miss can be explained by diffing against that entry's
-// recorded components.
-type keyIndex struct {
-	path  string
-	mu    sync.Mutex
-	keys  map[string]cache.ActionID
-	dirty bool
-}
-
-// keysStore is the last keys' file: per phase, sorted by address, the
-// address and the key.
-var keysStore = hint.Store[map[string]cache.ActionID]{
-	Format:   hint.NewFormat("last-keys", 1, "ws"),
-	Perm:     0o644,
-	SizeHint: func(m map[string]cache.ActionID) int { return len(m) * (40 + len(cache.ActionID{})) },
-	Encode: func(w *hint.Writer, m map[string]cache.ActionID) {
-		addrs := make([]string, 0, len(m))
-		for addr := range m {
-			addrs = append(addrs, addr)
-		}
-		slices.Sort(addrs)
-		w.Len(len(addrs))
-		for _, addr := range addrs {
-			id := m[addr]
-			w.Str(addr)
-			w.Fixed(id[:])
-		}
-	},
-	Decode: func(r *hint.Reader) (map[string]cache.ActionID, error) {
-		n := r.Len()
-		m := make(map[string]cache.ActionID, n)
-		for i := 0; i < n && r.OK(); i++ {
-			addr := r.Str()
-			var id cache.ActionID
-			r.Fixed(id[:])
-			m[addr] = id
-		}
-		return m, nil
-	},
-}
-
-func loadKeyIndex(path string) *keyIndex {
-	ki := &keyIndex{path: path}
-	ki.keys, _ = keysStore.Load(path)
-	if ki.keys == nil {
-		ki.keys = map[string]cache.ActionID{}
-	}
-	return ki
-}
-
-func (ki *keyIndex) get(addr string) (cache.ActionID, bool) {
-	ki.mu.Lock()
-	id, ok := ki.keys[addr]
-	ki.mu.Unlock()
-	return id, ok
-}
-
-func (ki *keyIndex) set(addr string, key cache.ActionID) {
-	ki.mu.Lock()
-	if cur, ok := ki.keys[addr]; !ok || cur != key {
-		ki.keys[addr] = key
-		ki.dirty = true
-	}
-	ki.mu.Unlock()
-}
-
-func (ki *keyIndex) save() error {
-	ki.mu.Lock()
-	defer ki.mu.Unlock()
-	if !ki.dirty {
-		return nil
-	}
-	if err := cache.NoSpace(keysStore.Save(ki.path, ki.keys), filepath.Dir(ki.path)); err != nil {
-		return err
-	}
-	ki.dirty = false
-	return nil
-}
 
 // workCtx is the context the engine's own steps stop on (see work).
 func (e *Engine) workCtx() context.Context {

@@ -583,7 +583,7 @@ func (r *runner) notCached(ph *phaseRun, changed []string) {
 	addr := ph.p.Addr
 	what := strings.Join(changed, ", ") + " while the phase ran"
 	ph.d.notCached = true
-	e.phaseKeys.forget(addr)
+	e.phaseKeys.Forget(addr)
 	r.mu.Lock()
 	if r.res.NotCached == nil {
 		r.res.NotCached = map[string]string{}

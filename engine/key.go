@@ -346,7 +346,7 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 				return fmt.Errorf("hash input %s: %w", f.rel, err)
 			}
 		}
-		d, err := e.mem.digestOf(e.workCtx(), f.rel, abs, st)
+		d, err := e.mem.DigestOf(e.workCtx(), f.rel, abs, st)
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", f.rel, err)
 		}

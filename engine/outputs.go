@@ -361,7 +361,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.
-			d, err := e.mem.digestOf(e.workCtx(), f.Path, abs, st)
+			d, err := e.mem.DigestOf(e.workCtx(), f.Path, abs, st)
 			if err != nil || d != f.Digest {
 				return false
 			}

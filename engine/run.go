@@ -350,7 +350,7 @@ func (r *runner) end(ctx context.Context, start time.Time) (*RunResult, error) {
 	if err := e.mem.Save(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := e.lastKeys.save(); err != nil {
+	if err := e.lastKeys.Save(); err != nil {
 		errs = append(errs, err)
 	}
 	e.saveEntryMemo()
@@ -738,7 +738,7 @@ func (r *runner) finish(addr string, d *Decision, status string, tree []cache.Ou
 	r.trees[addr] = tree
 	r.mu.Unlock()
 	if !d.notCached {
-		e.lastKeys.set(addr, d.key)
+		e.lastKeys.Set(addr, d.key)
 	}
 	var metrics json.RawMessage
 	if status != runrec.StatusSucceeded && d.entry != nil {

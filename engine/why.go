@@ -142,7 +142,7 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 		prev = d.entry
 	} else if ent, err := e.cache.GetEntry(key); err == nil {
 		prev = ent
-	} else if last, ok := e.lastKeys.get(d.Phase); ok {
+	} else if last, ok := e.lastKeys.Get(d.Phase); ok {
 		if ent, err := e.cache.GetEntry(last); err == nil {
 			prev = ent
 		} else {

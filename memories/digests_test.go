@@ -1,4 +1,4 @@
-package engine
+package memories
 
 import (
 	"io/fs"

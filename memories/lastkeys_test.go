@@ -1,4 +1,4 @@
-package engine
+package memories
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 func TestKeyIndexHint(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "keys")
 	want := map[string]cache.ActionID{"prep": {1}, `train["m1"]`: {2}, "é": {3, 4}}
-	ki := loadKeyIndex(p)
+	ki := LoadLastKeys(p)
 	for addr, id := range want {
-		ki.set(addr, id)
+		ki.Set(addr, id)
 	}
-	if err := ki.save(); err != nil {
+	if err := ki.Save(); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, loadKeyIndex(p).keys); diff != "" {
+	if diff := cmp.Diff(want, LoadLastKeys(p).keys); diff != "" {
 		t.Fatalf("round trip (-saved +loaded):\n%s", diff)
 	}
 	good, err := os.ReadFile(p)
@@ -43,7 +43,7 @@ func TestKeyIndexHint(t *testing.T) {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if got := loadKeyIndex(p).keys; len(got) != 0 {
+		if got := LoadLastKeys(p).keys; len(got) != 0 {
 			t.Fatalf("damaged file %q loaded %v, want nothing", b, got)
 		}
 	}
@@ -51,20 +51,20 @@ func TestKeyIndexHint(t *testing.T) {
 
 func benchLoadKeyIndex(b *testing.B, name string) {
 	p := filepath.Join(b.TempDir(), "keys")
-	ki := loadKeyIndex(p)
+	ki := LoadLastKeys(p)
 	names := make([]string, 1000)
 	for i := range names {
 		names[i] = fmt.Sprintf(name, i)
-		ki.set(names[i], cache.ActionID{byte(i), byte(i >> 8)})
+		ki.Set(names[i], cache.ActionID{byte(i), byte(i >> 8)})
 	}
-	if err := ki.save(); err != nil {
+	if err := ki.Save(); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		ki := loadKeyIndex(p)
+		ki := LoadLastKeys(p)
 		for _, n := range names {
-			if _, ok := ki.get(n); !ok {
+			if _, ok := ki.Get(n); !ok {
 				b.Fatal("miss")
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package memories
 
 import (
 	"context"
@@ -212,16 +212,16 @@ func (m *Memory) DigestStat(key, abs string, fi fs.FileInfo) (cache.Digest, fs.F
 			return cache.Digest{}, nil, err
 		}
 	}
-	d, err := m.digestOf(context.Background(), key, abs, workspace.StatOf(fi))
+	d, err := m.DigestOf(context.Background(), key, abs, workspace.StatOf(fi))
 	if err != nil {
 		return cache.Digest{}, nil, err
 	}
 	return d, fi, nil
 }
 
-// digestOf is DigestStat with the file's stat as the memory compares it.
+// DigestOf is DigestStat with the file's stat as the memory compares it.
 // Hashing stops with ctx's error once ctx is done.
-func (m *Memory) digestOf(ctx context.Context, key, abs string, st workspace.FileStat) (cache.Digest, error) {
+func (m *Memory) DigestOf(ctx context.Context, key, abs string, st workspace.FileStat) (cache.Digest, error) {
 	if d, ok := m.Lookup(key, st); ok {
 		return d, nil
 	}

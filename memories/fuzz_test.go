@@ -1,0 +1,97 @@
+package memories
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/hint"
+)
+
+// FuzzKeyIndex: the last-keys file of any content loads without panic;
+// what it saves loads back the same.
+func FuzzKeyIndex(f *testing.F) {
+	f.Add(keysStore.Marshal(map[string]cache.ActionID{"a": {15}, `b["x"]`: {}}))
+	f.Add(keysStore.Marshal(nil))
+	f.Add([]byte(`{"a":"` + strings.Repeat("0f", 32) + `"}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p := filepath.Join(dir, "keys")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ki := LoadLastKeys(p)
+		for addr := range ki.keys {
+			if id, ok := ki.Get(addr); ok {
+				ki.Set(addr, id)
+			}
+		}
+		ki.dirty = true
+		if err := ki.Save(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(ki.keys, LoadLastKeys(p).keys, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("last keys round trip (-saved +loaded):\n%s", diff)
+		}
+	})
+}
+
+// FuzzDigestsMemory: the digests file of any content parses or is refused
+// without panic; an accepted one is written back by Save and parses to the
+// same entries.
+func FuzzDigestsMemory(f *testing.F) {
+	d := cache.HashBytes([]byte("x"))
+	good := encodeMemory(map[string]memEntry{
+		"data/in.csv":      {digest: d, size: 3, mtime: 1700000000000000000, ctime: 1700000000000000000, ino: 42, mode: 0o644, recorded: 1700000001000000000},
+		"name with spaces": {digest: d, size: 3, mtime: 1, ctime: 2, ino: 3, mode: 0o644, recorded: 5},
+		"crlf\r\nnewline":  {digest: d, mode: 0o755},
+	})
+	f.Add(good, false)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
+	f.Add([]byte("garbage"), false)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			b = hint.AppendTrailer(b[:len(b):len(b)])
+		}
+		entries, err := parseMemory(b)
+		if err != nil {
+			return
+		}
+		// Found in place, each entry is the one parsed.
+		r, err := digestsFormat.Open(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := indexMemory(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for path, want := range entries {
+			if got, ok := f.find(path); !ok || got != want {
+				t.Fatalf("find(%q) = %+v, %v; parsed %+v", path, got, ok, want)
+			}
+		}
+		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, entries: entries, dirty: true}
+		if err := m.Save(); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := os.ReadFile(m.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseMemory(saved)
+		if err != nil {
+			t.Fatalf("saved memory does not parse: %v\n%q", err, saved)
+		}
+		if diff := cmp.Diff(entries, again, cmp.AllowUnexported(memEntry{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("memory round trip (-parsed +reparsed):\n%s", diff)
+		}
+	})
+}

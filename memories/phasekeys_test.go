@@ -1,0 +1,75 @@
+package memories
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/spec"
+)
+
+// TestPhaseKeysFileDamage: a damaged, truncated or foreign file is an
+// empty memory.
+func TestPhaseKeysFileDamage(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "phasekeys")
+	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}}}
+	good := encodePhaseKeys(entries, spec.ExeID())
+	if err := os.WriteFile(p, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(entries, LoadPhaseKeys(p).entries, cmp.AllowUnexported(phaseKey{})); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+	for name, b := range map[string][]byte{
+		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysFormat.Header())+3] ^= 1; return c }(),
+		"cut short":     good[:len(good)-1],
+		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysFormat.Header()):]...),
+		"another build": encodePhaseKeys(entries, spec.ExeID()+" rebuilt"),
+	} {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := LoadPhaseKeys(p).entries; len(got) != 0 {
+			t.Errorf("%s: loaded %d entries", name, len(got))
+		}
+	}
+}
+
+// FuzzPhaseKeys feeds the decoder damaged files; with fixSum the input
+// gets a valid checksum so the fuzzer reaches the records.
+func FuzzPhaseKeys(f *testing.F) {
+	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
+	f.Add(good, false)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
+	f.Add([]byte(phaseKeysFormat.Header()), true)
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			b = hint.AppendTrailer(b[:len(b):len(b)])
+		}
+		r, err := phaseKeysFormat.Open(b)
+		if err != nil {
+			return
+		}
+		got, err := readPhaseKeys(r, "build")
+		if err != nil {
+			return
+		}
+		r2, err := phaseKeysFormat.Open(encodePhaseKeys(got, "build"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := readPhaseKeys(r2, "build")
+		if err != nil {
+			t.Fatalf("re-encoded memory does not decode: %v", err)
+		}
+		if diff := cmp.Diff(got, again, cmp.AllowUnexported(phaseKey{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("round trip changed the memory (-first +second):\n%s", diff)
+		}
+	})
+}
