@@ -9,7 +9,6 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
-	"github.com/cairn-run/cairn/spec"
 )
 
 // phaseKeysFormat is the phase-key memory file's.
@@ -53,7 +52,7 @@ func LoadPhaseKeys(path string) *PhaseKeys {
 	if !ok {
 		return pk
 	}
-	if entries, err := readPhaseKeys(r, spec.ExeID()); err == nil {
+	if entries, err := readPhaseKeys(r, hint.ExeID()); err == nil {
 		pk.entries, pk.used = entries, make(map[string]bool, len(entries))
 	}
 	return pk
@@ -152,7 +151,7 @@ func (pk *PhaseKeys) Save() error {
 			}
 		}
 	}
-	if err := phaseKeysFormat.Save(pk.path, encodePhaseKeys(pk.entries, spec.ExeID()), 0o644); err != nil {
+	if err := phaseKeysFormat.Save(pk.path, encodePhaseKeys(pk.entries, hint.ExeID()), 0o644); err != nil {
 		return fmt.Errorf("save phase keys: %w", err)
 	}
 	pk.dirty = false

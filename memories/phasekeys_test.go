@@ -10,7 +10,6 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
-	"github.com/cairn-run/cairn/spec"
 )
 
 // TestPhaseKeysFileDamage: a damaged, truncated or foreign file is an
@@ -19,7 +18,7 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "phasekeys")
 	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}}}
-	good := encodePhaseKeys(entries, spec.ExeID())
+	good := encodePhaseKeys(entries, hint.ExeID())
 	if err := os.WriteFile(p, good, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +29,7 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 		"flipped byte":  func() []byte { c := append([]byte(nil), good...); c[len(phaseKeysFormat.Header())+3] ^= 1; return c }(),
 		"cut short":     good[:len(good)-1],
 		"other header":  append([]byte("cairn-phase-keys 9\n"), good[len(phaseKeysFormat.Header()):]...),
-		"another build": encodePhaseKeys(entries, spec.ExeID()+" rebuilt"),
+		"another build": encodePhaseKeys(entries, hint.ExeID()+" rebuilt"),
 	} {
 		if err := os.WriteFile(p, b, 0o644); err != nil {
 			t.Fatal(err)

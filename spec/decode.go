@@ -25,9 +25,19 @@ var rootSchema = &hcl.BodySchema{
 	},
 }
 
-// decodeFile fills s from the file body: variables, then locals, then the
-// experiment block, then phases in dependency order.
-func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
+// decodeFile fills s from the file body (of the text src): variables,
+// then locals, then the experiment block, then phases in dependency
+// order.
+func decodeFile(s *Spec, body hcl.Body, src []byte, opts Options) hcl.Diagnostics {
+	if opts.Reads == nil {
+		opts.Reads = NewReads() // for checkOutputsRead
+	} else {
+		opts.LookupEnv = opts.Reads.lookupEnv(opts.LookupEnv)
+	}
+	var each *eachMemo
+	if opts.ForEach != nil {
+		each = &eachMemo{memo: opts.ForEach, src: src}
+	}
 	content, diags := body.Content(rootSchema)
 
 	var expBlocks, varBlocks, localBlocks, phaseBlocks, poolBlocks []*hcl.Block
@@ -60,10 +70,7 @@ func decodeFile(s *Spec, body hcl.Body, opts Options) hcl.Diagnostics {
 	}
 	sort.Strings(s.SensitiveVars)
 
-	if opts.reads == nil {
-		opts.reads = newReadLog() // for checkOutputsRead
-	}
-	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.reads, each: opts.each, envSeen: &envNames{}}
+	base := scope{vars: vars, dir: s.Dir, lookupEnv: opts.LookupEnv, reads: opts.Reads, each: each, envSeen: &envNames{}}
 	locals, localDiags := evalLocals(localBlocks, base)
 	diags = append(diags, localDiags...)
 
@@ -107,13 +114,13 @@ func checkOutputsRead(s *Spec, opts Options) hcl.Diagnostics {
 			read[abs] = "a -var-file"
 		}
 	}
-	opts.reads.mu.Lock()
-	for f := range opts.reads.files {
+	opts.Reads.mu.Lock()
+	for f := range opts.Reads.files {
 		if _, ok := read[f]; !ok {
 			read[f] = "read by file() in the spec"
 		}
 	}
-	opts.reads.mu.Unlock()
+	opts.Reads.mu.Unlock()
 	files := make([]string, 0, len(read))
 	for f := range read {
 		files = append(files, f)
@@ -224,9 +231,9 @@ type scope struct {
 	// use, while a phase is evaluated, records the files and environment
 	// variables its expressions read through file() and env().
 	use *usage
-	// reads, when not nil, records every file read by file() for the
-	// spec memo (whatever scope it is read in).
-	reads *readLog
+	// reads records every file read by file() (whatever scope it is
+	// read in).
+	reads *Reads
 	// each, when not nil, is the for_each memo of this load.
 	each *eachMemo
 	// envSeen records the names env() looked up, in any scope.

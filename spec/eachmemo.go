@@ -5,83 +5,41 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
-
-	"github.com/cairn-run/cairn/hint"
 )
 
-// The spec memo is all or nothing: after any edit of the spec, the whole
-// spec is evaluated again. A sweep's for_each is usually the costliest
-// expression in it (the keys of 100,000 instances made by nested for
-// expressions take HCL most of a second) and the one least often edited:
-// one edits the command, the params, another phase. So the keys of each
-// for_each over strings are kept beside the memo, under a hash of all
-// they were computed from: the expression's text, the values of the
-// variables and locals it names, and the cairn build. An expression that
-// refers to a phase or calls file() or env() (which read outside the
-// spec) is never kept. After an edit elsewhere, the keys are taken from
-// there instead of evaluating the expression again.
+// A sweep's for_each is usually the costliest expression of a spec and
+// the one least often edited, so a caller may keep the keys of each
+// for_each over strings from one load to the next (package spec/memo
+// does, beside the spec memo), under a hash of all they were computed
+// from: the expression's text, the values of the variables and locals it
+// names, and the memory's own salt (its format and the cairn build). An
+// expression that refers to a phase or calls file() or env() (which read
+// outside the spec) is never kept. After an edit elsewhere in the spec,
+// the keys are taken from the memory instead of evaluating the
+// expression again.
 
-// eachMemoStore is the for_each memo file: per block, sorted by name, the
-// block's name, the hash and the keys.
-var eachMemoStore = hint.Store[map[string]eachRecord]{
-	Format: hint.NewFormat("each-memo", 1, "each-memo"),
-	Perm:   0o600,
-	SizeHint: func(recs map[string]eachRecord) int {
-		size := 0
-		for _, r := range recs {
-			size += 80 + 12*len(r.keys)
-		}
-		return size
-	},
-	Encode: func(w *hint.Writer, recs map[string]eachRecord) {
-		w.Len(len(recs))
-		for _, name := range sortedKeys(recs) {
-			w.Str(name)
-			w.Str(recs[name].hash)
-			w.Strs(recs[name].keys)
-		}
-	},
-	Decode: func(r *hint.Reader) (map[string]eachRecord, error) {
-		n := r.Len()
-		recs := make(map[string]eachRecord, min(n, 1024))
-		for i := 0; i < n && r.OK(); i++ {
-			name := r.Str()
-			recs[name] = eachRecord{hash: r.Str(), keys: r.Strs()}
-		}
-		return recs, nil
-	},
+// ForEachMemo keeps the keys of for_each expressions between loads (set
+// it in Options.ForEach). It is a hint: a record it does not have, or
+// has under another hash, costs an evaluation, never a wrong model.
+type ForEachMemo interface {
+	// Salt starts every hash: a change to it makes every record a miss.
+	Salt() string
+	// Lookup returns the keys kept for block under hash, or false.
+	Lookup(block, hash string) (keys []string, ok bool)
+	// Keep records block's keys under hash.
+	Keep(block, hash string, keys []string)
 }
 
-// eachMemo is the for_each memory of one load: what the file held, and
-// what this load computed (written back when the load succeeds).
+// eachMemo is the for_each memory of one load and the spec's text (the
+// expressions' own text is hashed).
 type eachMemo struct {
-	path string
-	src  []byte // the spec's text, for the expressions' own
-
-	loaded bool
-	old    map[string]eachRecord // block name -> its record
-	fresh  map[string]eachRecord
-}
-
-// eachRecord is a for_each's keys and the hash of what they came from.
-type eachRecord struct {
-	hash string
-	keys []string
-}
-
-// testHookEachMemo, set by tests only, is called with a block's name when
-// its instances' keys come from the for_each memo.
-var testHookEachMemo func(block string)
-
-// eachMemoPath is the for_each memo kept beside the spec memo memoPath.
-func eachMemoPath(memoPath string) string {
-	return strings.TrimSuffix(memoPath, ".memo") + ".each"
+	memo ForEachMemo
+	src  []byte
 }
 
 // hashFor returns the hash a for_each record of rp must carry, or false
@@ -98,7 +56,7 @@ func (m *eachMemo) hashFor(rp *rawPhase, sc *scope) (string, bool) {
 		return "", false
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s%s\n%d\n", eachMemoStore.Format.Header(), exeID(), rng.End.Byte-rng.Start.Byte)
+	fmt.Fprintf(h, "%s\n%d\n", m.memo.Salt(), rng.End.Byte-rng.Start.Byte)
 	h.Write(m.src[rng.Start.Byte:rng.End.Byte])
 	names := map[string]cty.Value{}
 	for _, tr := range rp.forEach.Variables() {
@@ -161,21 +119,13 @@ func readsOutside(x hclsyntax.Expression) bool {
 
 // lookup returns the instances of rp kept for hash, or false.
 func (m *eachMemo) lookup(rp *rawPhase, hash string) ([]eachItem, bool) {
-	if !m.loaded {
-		m.loaded = true
-		m.old, _ = eachMemoStore.Load(m.path)
-	}
-	rec, ok := m.old[rp.name]
-	if !ok || rec.hash != hash {
+	keys, ok := m.memo.Lookup(rp.name, hash)
+	if !ok {
 		return nil, false
 	}
-	items := make([]eachItem, len(rec.keys))
-	for i, k := range rec.keys {
+	items := make([]eachItem, len(keys))
+	for i, k := range keys {
 		items[i] = eachItem{key: k, value: cty.StringVal(k)}
-	}
-	m.keepRecord(rp.name, rec)
-	if testHookEachMemo != nil {
-		testHookEachMemo(rp.name)
 	}
 	return items, true
 }
@@ -190,21 +140,5 @@ func (m *eachMemo) keep(rp *rawPhase, hash string, items []eachItem) {
 		}
 		keys[i] = it.key
 	}
-	m.keepRecord(rp.name, eachRecord{hash: hash, keys: keys})
-}
-
-// keepRecord puts rec in what this load writes back.
-func (m *eachMemo) keepRecord(block string, rec eachRecord) {
-	if m.fresh == nil {
-		m.fresh = map[string]eachRecord{}
-	}
-	m.fresh[block] = rec
-}
-
-// write replaces the file with the records of this load.
-func (m *eachMemo) write() error {
-	if len(m.fresh) == 0 {
-		return hint.Remove(m.path)
-	}
-	return eachMemoStore.Save(m.path, m.fresh)
+	m.memo.Keep(rp.name, hash, keys)
 }

@@ -23,7 +23,7 @@ func (sc *scope) fileFunc() function.Function {
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(sc.dir, p)
 			}
-			b, err := readRegular(p)
+			b, err := ReadFile(p)
 			if err != nil {
 				return cty.NilVal, fmt.Errorf("cannot read %s: %v", rel, err)
 			}

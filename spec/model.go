@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"sort"
+
 	"github.com/cairn-run/cairn/dag"
 	"github.com/cairn-run/cairn/executor"
 	"github.com/hashicorp/hcl/v2"
@@ -56,6 +58,58 @@ func (s *Spec) Resolve(name string) []string {
 		return []string{addr}
 	}
 	return nil
+}
+
+// Blocks returns the instance addresses of each phase block, by block
+// name, for a memo of the model (see Restore). The caller must not
+// change it.
+func (s *Spec) Blocks() map[string][]string { return s.blocks }
+
+// Restore completes a model decoded from a memo, which holds everything
+// but the indexes (File, Dir, Hash, Experiment, Variables, Pools, Phases):
+// it sets the blocks, indexes the phases by address and builds the graph.
+// It returns nil when the phases do not make one (an edge to a phase
+// that is not there, a cycle): the memo was damaged.
+func Restore(s *Spec, blocks map[string][]string) *Spec {
+	s.blocks = blocks
+	if s.Variables == nil {
+		s.Variables = map[string]string{}
+	}
+	if s.Pools == nil {
+		s.Pools = map[string]*Pool{}
+	}
+	if s.blocks == nil {
+		s.blocks = map[string][]string{}
+	}
+	s.byAddr = make(map[string]*Phase, len(s.Phases))
+	g := &dag.Graph{}
+	edges := 0
+	for _, p := range s.Phases {
+		edges += len(p.Upstream)
+	}
+	g.Grow(len(s.Phases), edges)
+	for _, p := range s.Phases {
+		s.byAddr[p.Addr] = p
+		g.Add(p.Addr)
+	}
+	for _, p := range s.Phases {
+		ups := make([]string, 0, len(p.Upstream))
+		for up := range p.Upstream {
+			ups = append(ups, up)
+		}
+		sort.Strings(ups)
+		for _, up := range ups {
+			if s.byAddr[up] == nil {
+				return nil // damaged: an edge to nowhere
+			}
+			g.Connect(up, p.Addr)
+		}
+	}
+	if g.Validate() != nil {
+		return nil
+	}
+	s.Graph = g
+	return s
 }
 
 // Phase returns the phase with the given address, or nil.

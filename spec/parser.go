@@ -33,11 +33,12 @@ type Options struct {
 	// goroutines at once (a sweep's instances are evaluated side by side).
 	LookupEnv func(string) (string, bool)
 
-	// reads records what evaluation read from outside the spec, for the
-	// spec memo.
-	reads *readLog
-	// each is the for_each memo (see eachmemo.go), with the spec memo.
-	each *eachMemo
+	// Reads, when set, records what evaluation read from outside the
+	// spec (for a memo of it, package spec/memo).
+	Reads *Reads
+	// ForEach, when set, keeps the keys of for_each expressions from one
+	// load to the next (see ForEachMemo).
+	ForEach ForEachMemo
 }
 
 // VarValue is one NAME=VALUE assignment from the command line, or one
@@ -57,13 +58,6 @@ type Parser struct {
 	// parsed holds the files parsed without errors, by name: one loaded
 	// again with the same bytes is not parsed again.
 	parsed map[string]*hcl.File
-
-	// InitMemoDir, when set, makes the memo's directory if it is missing
-	// once a spec has loaded cleanly, so that LoadFileMemo writes the
-	// memo there (a command that makes the workspace's state directory
-	// anyway, as run and plan do, sets it). Unset, the memo is written
-	// only where its directory already exists.
-	InitMemoDir func() error
 }
 
 // NewParser returns a parser with no files read yet.
@@ -109,7 +103,7 @@ func (p *Parser) LoadBytes(filename string, src []byte, dir string, opts Options
 	opts.Vars = append(fileVars, opts.Vars...)
 	sum := sha256.Sum256(src)
 	s := &Spec{File: filename, Dir: dir, Hash: hex.EncodeToString(sum[:])}
-	more := decodeFile(s, f.Body, opts)
+	more := decodeFile(s, f.Body, src, opts)
 	diags = append(diags, more...)
 	if diags.HasErrors() {
 		return nil, diags

@@ -18,12 +18,13 @@ import (
 // file of this size is data for a phase to read, not for the spec.
 const maxFileRead = 64 << 20
 
-// readRegular reads the regular file at path, of at most maxFileRead
+// ReadFile reads the file at path as file() does (a memo checking what
+// the spec read reads it so too): a regular file of at most maxFileRead
 // bytes. Anything else is refused before it is read: a FIFO would block
 // for ever, /dev/zero never ends. The file is opened non-blocking, so
 // that a FIFO swapped in after the stat cannot block the open either,
 // and checked again once open.
-func readRegular(path string) ([]byte, error) {
+func ReadFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err

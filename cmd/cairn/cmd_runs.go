@@ -23,6 +23,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
+	specmemo "github.com/cairn-run/cairn/spec/memo"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -79,7 +80,7 @@ func (g *globals) looseSpec() *spec.Spec {
 	// spec only for its cache settings would dwarf the command); never
 	// written from here, so that a load with other options cannot
 	// replace the memo a run made.
-	if sp := spec.LoadMemo(g.File, opts, specMemoPath(g.File)); sp != nil {
+	if sp := specmemo.Load(g.File, opts, specMemoPath(g.File)); sp != nil {
 		return sp
 	}
 	p := spec.NewParser()

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/spec"
+	specmemo "github.com/cairn-run/cairn/spec/memo"
 )
 
 // completePhases completes phase names (blocks and instance addresses)
@@ -19,7 +20,7 @@ func completePhases(g *globals) func(*cobra.Command, []string, string) ([]string
 		opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
 		// The memo when it is good (a tab press should not parse a
 		// 1,000-phase spec), never written from here.
-		s := spec.LoadMemo(g.File, opts, specMemoPath(g.File))
+		s := specmemo.Load(g.File, opts, specMemoPath(g.File))
 		if s == nil {
 			var diags hcl.Diagnostics
 			if s, diags = spec.NewParser().LoadFile(g.File, opts); diags.HasErrors() {

@@ -25,6 +25,7 @@ import (
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
+	specmemo "github.com/cairn-run/cairn/spec/memo"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -327,11 +328,12 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 	// is loaded: only a failed load needs its files, for the message. The
 	// memo is written only where the state directory already exists.
 	parser := spec.NewParser()
+	var initDir func() error
 	if g.makesState {
 		ws := &workspace.Workspace{Root: filepath.Dir(g.File)}
-		parser.InitMemoDir = ws.Init
+		initDir = ws.Init
 	}
-	s, diags, _ := parser.LoadFileMemo(g.File, opts, specMemoPath(g.File))
+	s, diags, _ := specmemo.LoadFile(parser, g.File, opts, specMemoPath(g.File), initDir)
 	if diags.HasErrors() {
 		return nil, &diagError{diags: diags, files: parser.Files()}
 	}
@@ -445,7 +447,7 @@ func earlyMemories(args []string) *earlyRead {
 		e.spec = sp
 		go func() {
 			file := spec.DefaultFile
-			sp <- spec.LoadMemo(file, spec.Options{LookupEnv: os.LookupEnv}, specMemoPath(file))
+			sp <- specmemo.Load(file, spec.Options{LookupEnv: os.LookupEnv}, specMemoPath(file))
 		}()
 	}
 	return e
@@ -454,7 +456,7 @@ func earlyMemories(args []string) *earlyRead {
 // specMemoPath is where the memo of the spec file lives: the workspace's
 // state directory, beside the spec.
 func specMemoPath(file string) string {
-	return spec.MemoPath(filepath.Join(filepath.Dir(file), workspace.StateDirName), file)
+	return specmemo.Path(filepath.Join(filepath.Dir(file), workspace.StateDirName), file)
 }
 
 // openCache opens the cache in dir with the sharing, remote and signing

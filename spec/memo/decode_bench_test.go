@@ -1,6 +1,8 @@
-package spec
+package memo
 
 import (
+	"github.com/cairn-run/cairn/spec"
+
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,7 +18,7 @@ func BenchmarkMemoDecode1000(b *testing.B) {
 		b.Fatal(err)
 	}
 	memo := filepath.Join(dir, "spec.memo")
-	NewParser().LoadFileMemo(path, Options{}, memo)
+	LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil)
 	data, err := os.ReadFile(memo)
 	if err != nil {
 		b.Fatal(err)

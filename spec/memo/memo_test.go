@@ -1,6 +1,8 @@
-package spec
+package memo
 
 import (
+	"github.com/cairn-run/cairn/spec"
+
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,13 +32,13 @@ func memoFixture(t *testing.T, src string, files map[string]string) (string, str
 	if err := os.Mkdir(state, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return path, MemoPath(state, path)
+	return path, Path(state, path)
 }
 
 // sameSpec compares two models, the graph by its edges and order.
-func sameSpec(t *testing.T, want, got *Spec) {
+func sameSpec(t *testing.T, want, got *spec.Spec) {
 	t.Helper()
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Spec{}, Phase{}), cmpopts.IgnoreFields(Spec{}, "Graph"), cmpopts.EquateEmpty()); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(spec.Spec{}, spec.Phase{}), cmpopts.IgnoreFields(spec.Spec{}, "Graph"), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("memoised spec differs (-parsed +memo):\n%s", diff)
 	}
 	if diff := cmp.Diff(want.Graph.Edges(), got.Graph.Edges(), cmpopts.EquateEmpty()); diff != "" {
@@ -60,9 +62,9 @@ func TestMemoRoundTrip(t *testing.T) {
 	var cases []struct {
 		name string
 		src  []byte
-		vars []VarValue
+		vars []spec.VarValue
 	}
-	decode, _ := filepath.Glob("testdata/decode/*.txtar")
+	decode, _ := filepath.Glob("../testdata/decode/*.txtar")
 	for _, f := range decode {
 		ar, err := txtar.ParseFile(f)
 		if err != nil {
@@ -71,7 +73,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		c := struct {
 			name string
 			src  []byte
-			vars []VarValue
+			vars []spec.VarValue
 		}{name: filepath.Base(f)}
 		for _, file := range ar.Files {
 			if file.Name == "spec.hcl" {
@@ -80,7 +82,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		}
 		cases = append(cases, c)
 	}
-	valid, _ := filepath.Glob("testdata/valid/*.hcl")
+	valid, _ := filepath.Glob("../testdata/valid/*.hcl")
 	for _, f := range valid {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -89,7 +91,7 @@ func TestMemoRoundTrip(t *testing.T) {
 		cases = append(cases, struct {
 			name string
 			src  []byte
-			vars []VarValue
+			vars []spec.VarValue
 		}{name: filepath.Base(f), src: b})
 	}
 	if len(cases) == 0 {
@@ -98,12 +100,12 @@ func TestMemoRoundTrip(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			path, memo := memoFixture(t, string(c.src), nil)
-			opts := Options{Vars: c.vars, LookupEnv: func(string) (string, bool) { return "", false }}
-			parsed, diags := NewParser().LoadFile(path, opts)
+			opts := spec.Options{Vars: c.vars, LookupEnv: func(string) (string, bool) { return "", false }}
+			parsed, diags := spec.NewParser().LoadFile(path, opts)
 			if diags.HasErrors() {
 				t.Skipf("fixture needs more than a bare workspace: %s", diags.Error())
 			}
-			first, _, hit := NewParser().LoadFileMemo(path, opts, memo)
+			first, _, hit := LoadFile(spec.NewParser(), path, opts, memo, nil)
 			if hit {
 				t.Fatal("first load was a memo hit")
 			}
@@ -114,7 +116,7 @@ func TestMemoRoundTrip(t *testing.T) {
 				return
 			}
 			sameSpec(t, parsed, first)
-			second, diags, hit := NewParser().LoadFileMemo(path, opts, memo)
+			second, diags, hit := LoadFile(spec.NewParser(), path, opts, memo, nil)
 			if !hit {
 				t.Fatal("second load was not a memo hit")
 			}
@@ -143,15 +145,15 @@ phase "a" {
 	env := map[string]string{"MODEL": "m1"}
 	look := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	path, memo := memoFixture(t, src, map[string]string{"prompt.txt": "hello"})
-	load := func() (*Spec, bool) {
+	load := func() (*spec.Spec, bool) {
 		t.Helper()
-		s, diags, hit := NewParser().LoadFileMemo(path, Options{LookupEnv: look}, memo)
+		s, diags, hit := LoadFile(spec.NewParser(), path, spec.Options{LookupEnv: look}, memo, nil)
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
 		return s, hit
 	}
-	command := func(s *Spec) string { return s.Phase("a").Command[2] }
+	command := func(s *spec.Spec) string { return s.Phase("a").Command[2] }
 	if _, hit := load(); hit {
 		t.Fatal("first load hit")
 	}
@@ -190,16 +192,16 @@ phase "a" {
 	if err := os.WriteFile(vf, []byte("n = 5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	withFile := Options{LookupEnv: look, VarFiles: []string{vf}}
-	if s, _, _ := NewParser().LoadFileMemo(path, withFile, memo); command(s) != "echo 5 bye  > out.txt" {
+	withFile := spec.Options{LookupEnv: look, VarFiles: []string{vf}}
+	if s, _, _ := LoadFile(spec.NewParser(), path, withFile, memo, nil); command(s) != "echo 5 bye  > out.txt" {
 		t.Errorf("-var-file n = 5: command %q", command(s))
 	}
 	env["CAIRN_VAR_n"] = "8"
-	if s, _, hit := NewParser().LoadFileMemo(path, withFile, memo); !hit || command(s) != "echo 5 bye  > out.txt" {
+	if s, _, hit := LoadFile(spec.NewParser(), path, withFile, memo, nil); !hit || command(s) != "echo 5 bye  > out.txt" {
 		t.Errorf("CAIRN_VAR_n changed under a -var-file: hit %v, command %q; want the memo kept", hit, command(s))
 	}
 	// -var values are part of the key.
-	s, diags, hit := NewParser().LoadFileMemo(path, Options{LookupEnv: look, Vars: []VarValue{{Name: "n", Value: "9"}}}, memo)
+	s, diags, hit := LoadFile(spec.NewParser(), path, spec.Options{LookupEnv: look, Vars: []spec.VarValue{{Name: "n", Value: "9"}}}, memo, nil)
 	if diags.HasErrors() || hit || command(s) != "echo 9 bye  > out.txt" {
 		t.Errorf("-var n=9: hit %v, command %q, %v", hit, command(s), diags)
 	}
@@ -222,7 +224,7 @@ phase "a" {
 `
 	path, memo := memoFixture(t, src, nil)
 	for i := 0; i < 2; i++ {
-		_, diags, hit := NewParser().LoadFileMemo(path, Options{}, memo)
+		_, diags, hit := LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil)
 		if diags.HasErrors() || hit {
 			t.Fatalf("load %d: hit %v, %v", i, hit, diags)
 		}
@@ -244,8 +246,8 @@ func FuzzDecodeMemo(f *testing.F) {
 	path := filepath.Join(dir, "experiment.hcl")
 	os.WriteFile(path, []byte("phase \"a\" {\n  command = \"true\"\n}\nphase \"b\" {\n  command = \"true\"\n  depends_on = [phase.a]\n}\n"), 0o644)
 	os.Mkdir(filepath.Join(dir, ".cairn"), 0o755)
-	memo := MemoPath(filepath.Join(dir, ".cairn"), path)
-	if _, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo); diags.HasErrors() {
+	memo := Path(filepath.Join(dir, ".cairn"), path)
+	if _, diags, _ := LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil); diags.HasErrors() {
 		f.Fatal(diags.Error())
 	}
 	if b, err := os.ReadFile(memo); err == nil {
@@ -265,7 +267,7 @@ func FuzzDecodeMemo(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded memo does not decode: %v", err)
 		}
-		if diff := cmp.Diff(rec, again, cmpopts.IgnoreUnexported(Spec{}, Phase{}), cmpopts.EquateNaNs()); diff != "" {
+		if diff := cmp.Diff(rec, again, cmpopts.IgnoreUnexported(spec.Spec{}, spec.Phase{}), cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("re-encode changed the memo (-first +second):\n%s", diff)
 		}
 	})
@@ -275,10 +277,10 @@ func FuzzDecodeMemo(f *testing.F) {
 // written for the key passes it, and damaged or foreign bytes never do.
 func TestMemoKeyIs(t *testing.T) {
 	path, memo := memoFixture(t, `phase "a" { command = "true" }`, nil)
-	if _, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo); diags.HasErrors() {
+	if _, diags, _ := LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil); diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	_, _, key, err := memoKeyOf(path, Options{})
+	_, _, key, err := memoKeyOf(path, spec.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,10 +317,10 @@ func TestMemoKeyIs(t *testing.T) {
 	}
 }
 
-// TestMemoInitMemoDir: without a state directory the memo is written only
-// if the parser's InitMemoDir makes one, and only for a spec that loaded
+// TestMemoInitDir: without a state directory the memo is written only
+// if LoadFile's initDir makes one, and only for a spec that loaded
 // cleanly; the next load is then a hit.
-func TestMemoInitMemoDir(t *testing.T) {
+func TestMemoInitDir(t *testing.T) {
 	const good = "phase \"a\" {\n  command = \"echo a > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
 	tests := []struct {
 		name    string
@@ -326,9 +328,9 @@ func TestMemoInitMemoDir(t *testing.T) {
 		init    bool
 		wantHit bool // the second load
 	}{
-		{"no InitMemoDir: no memo", good, false, false},
-		{"InitMemoDir: memo written", good, true, true},
-		{"InitMemoDir, spec with errors: nothing made", "phase \"a\" {\n  command = nope\n}\n", true, false},
+		{"no initDir: no memo", good, false, false},
+		{"initDir: memo written", good, true, true},
+		{"initDir, spec with errors: nothing made", "phase \"a\" {\n  command = nope\n}\n", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -338,14 +340,14 @@ func TestMemoInitMemoDir(t *testing.T) {
 				t.Fatal(err)
 			}
 			state := filepath.Join(dir, ".cairn")
-			memo := MemoPath(state, path)
+			memo := Path(state, path)
 			inits := 0
 			load := func() bool {
-				p := NewParser()
+				var initDir func() error
 				if tt.init {
-					p.InitMemoDir = func() error { inits++; return os.Mkdir(state, 0o755) }
+					initDir = func() error { inits++; return os.Mkdir(state, 0o755) }
 				}
-				_, _, hit := p.LoadFileMemo(path, Options{}, memo)
+				_, _, hit := LoadFile(spec.NewParser(), path, spec.Options{}, memo, initDir)
 				return hit
 			}
 			if load() {
@@ -356,7 +358,7 @@ func TestMemoInitMemoDir(t *testing.T) {
 			}
 			_, err := os.Stat(state)
 			if made := err == nil; made != tt.wantHit {
-				t.Errorf("state directory made %v, want %v (InitMemoDir called %d times)", made, tt.wantHit, inits)
+				t.Errorf("state directory made %v, want %v (initDir called %d times)", made, tt.wantHit, inits)
 			}
 		})
 	}
@@ -364,23 +366,23 @@ func TestMemoInitMemoDir(t *testing.T) {
 
 // TestMemoHome: a cache.dir under ~ depends on HOME, so a memo made with
 // one HOME is not used with another (cairn cache path, which reads the
-// memo with LoadMemo, printed the first HOME's directory).
+// memo with Load, printed the first HOME's directory).
 func TestMemoHome(t *testing.T) {
 	const src = "experiment \"e\" {\n  cache {\n    dir = \"~/c\"\n  }\n}\n\nphase \"a\" {\n  command = \"echo a > a.txt\"\n  outputs = [\"a.txt\"]\n}\n"
 	path, memo := memoFixture(t, src, nil)
-	opts := Options{LookupEnv: os.LookupEnv} // as the CLI's
+	opts := spec.Options{LookupEnv: os.LookupEnv} // as the CLI's
 	t.Setenv("HOME", "/home/one")
-	if s, diags, _ := NewParser().LoadFileMemo(path, opts, memo); diags.HasErrors() || s.Experiment.CacheDir != "/home/one/c" {
+	if s, diags, _ := LoadFile(spec.NewParser(), path, opts, memo, nil); diags.HasErrors() || s.Experiment.CacheDir != "/home/one/c" {
 		t.Fatalf("first load: %v %v", s, diags)
 	}
 	t.Setenv("HOME", "/home/two")
 	tests := []struct {
 		name string
-		load func() *Spec
+		load func() *spec.Spec
 	}{
-		{"LoadMemo", func() *Spec { return LoadMemo(path, opts, memo) }},
-		{"LoadFileMemo", func() *Spec {
-			s, diags, _ := NewParser().LoadFileMemo(path, opts, memo)
+		{"Load", func() *spec.Spec { return Load(path, opts, memo) }},
+		{"LoadFile", func() *spec.Spec {
+			s, diags, _ := LoadFile(spec.NewParser(), path, opts, memo, nil)
 			if diags.HasErrors() {
 				t.Fatal(diags.Error())
 			}

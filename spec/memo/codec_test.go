@@ -1,6 +1,8 @@
-package spec
+package memo
 
 import (
+	"github.com/cairn-run/cairn/spec"
+
 	"fmt"
 	"reflect"
 	"testing"
@@ -67,17 +69,17 @@ func TestMemoCodecCoversEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&rec, got, cmpopts.IgnoreUnexported(Spec{}, Phase{})); diff != "" {
+	if diff := cmp.Diff(&rec, got, cmpopts.IgnoreUnexported(spec.Spec{}, spec.Phase{})); diff != "" {
 		t.Errorf("memo round trip lost fields (-want +got):\n%s", diff)
 	}
 
 	// nil and empty stay apart.
-	empty := memoRecord{Format: memoFormat, Phases: []*Phase{{Addr: "a", Inputs: []string{}, Params: map[string]string{}}}, Blocks: map[string][]string{}}
+	empty := memoRecord{Format: memoFormat, Phases: []*spec.Phase{{Addr: "a", Inputs: []string{}, Params: map[string]string{}}}, Blocks: map[string][]string{}}
 	got, err = decodeMemo(encodeMemo(&empty))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(&empty, got, cmpopts.IgnoreUnexported(Spec{}, Phase{})); diff != "" {
+	if diff := cmp.Diff(&empty, got, cmpopts.IgnoreUnexported(spec.Spec{}, spec.Phase{})); diff != "" {
 		t.Errorf("nil/empty round trip (-want +got):\n%s", diff)
 	}
 }

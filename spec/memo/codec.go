@@ -1,4 +1,4 @@
-package spec
+package memo
 
 import (
 	"errors"
@@ -6,13 +6,14 @@ import (
 
 	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/spec"
 )
 
 // The memo file is binary (package hint), not gob: decoding it is on
 // every no-op run's start, and gob's reflection would be most of that
 // start. The model's types are written field by field by code generated
-// from them (memocodec_gen.go, see memogen_test.go), so a field added to
-// the model needs `go generate ./spec`, nothing else: the generated
+// from them (codec_gen.go, see gen_test.go), so a field added to
+// the model needs `go generate ./spec/memo`, nothing else: the generated
 // layout's hash is part of the header. TestMemoCodecCoversEveryField
 // fills every field of every type by reflection and fails if one does
 // not survive a round trip.
@@ -68,20 +69,20 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 	rec.Key = r.Str()
 	rec.Files = readStrMap(r)
 	if n, ok := r.NilLen(); ok {
-		rec.Env = make(map[string]envRead, n)
+		rec.Env = make(map[string]spec.EnvRead, n)
 		for i := 0; i < n && r.OK(); i++ {
 			k := r.Str()
-			rec.Env[k] = envRead{Set: r.Bool(), Value: r.Str()}
+			rec.Env[k] = spec.EnvRead{Set: r.Bool(), Value: r.Str()}
 		}
 	}
 	rec.File, rec.Dir, rec.Hash = r.Str(), r.Str(), r.Str()
 	readExperiment(r, &rec.Experiment)
 	rec.Variables = readStrMap(r)
 	if n, ok := r.NilLen(); ok {
-		rec.Pools = make(map[string]*Pool, n)
+		rec.Pools = make(map[string]*spec.Pool, n)
 		for i := 0; i < n && r.OK(); i++ {
 			k := r.Str()
-			p := &Pool{}
+			p := &spec.Pool{}
 			readPool(r, p)
 			rec.Pools[k] = p
 		}
@@ -94,7 +95,7 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 		if !r.OK() {
 			return nil, r.Err()
 		}
-		rec.Phases = make([]*Phase, n)
+		rec.Phases = make([]*spec.Phase, n)
 		if err := readPhases(recs, rec.Phases); err != nil {
 			return nil, err
 		}
@@ -109,13 +110,13 @@ func decodeMemoBytes(b []byte) (*memoRecord, error) {
 // readPhases decodes the phase records recs into phases, side by side on
 // all cores for a large spec: the phases are most of a memo's bytes, and
 // decoding them lies on the path of every run before its first decision.
-func readPhases(recs []string, phases []*Phase) error {
+func readPhases(recs []string, phases []*spec.Phase) error {
 	const chunk = 128
 	workers := min(cores.N, (len(recs)+chunk-1)/chunk)
 	decode := func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			r := hint.NewReader(recs[i])
-			phases[i] = &Phase{}
+			phases[i] = &spec.Phase{}
 			readPhase(r, phases[i])
 			if err := r.Err(); err != nil {
 				return err

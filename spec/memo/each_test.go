@@ -1,6 +1,8 @@
-package spec
+package memo
 
 import (
+	"github.com/cairn-run/cairn/spec"
+
 	"os"
 	"strings"
 	"testing"
@@ -14,7 +16,7 @@ import (
 // evaluates the expression again; expressions reading outside the spec
 // are never kept.
 func TestEachMemo(t *testing.T) {
-	const spec = `
+	const text = `
 variable "n" {
   default = 12
 }
@@ -42,24 +44,24 @@ phase "over" {
   outputs  = { o = "out/o-${each.key}" }
 }
 `
-	path, memo := memoFixture(t, spec, map[string]string{"keys.txt": "a,b"})
+	path, memo := memoFixture(t, text, map[string]string{"keys.txt": "a,b"})
 	env := map[string]string{"SWEEP": "s1"}
 	var fromMemo []string
 	testHookEachMemo = func(block string) { fromMemo = append(fromMemo, block) }
 	defer func() { testHookEachMemo = nil }()
-	load := func(src string, vars ...VarValue) *Spec {
+	load := func(src string, vars ...spec.VarValue) *spec.Spec {
 		t.Helper()
 		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		opts := Options{Vars: vars, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+		opts := spec.Options{Vars: vars, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
 		fromMemo = nil
-		got, diags, hit := NewParser().LoadFileMemo(path, opts, memo)
+		got, diags, hit := LoadFile(spec.NewParser(), path, opts, memo, nil)
 		if diags.HasErrors() || hit {
 			t.Fatalf("diagnostics %v, memo hit %v", diags, hit)
 		}
 		testHookEachMemo = nil
-		want, diags := NewParser().LoadFile(path, opts)
+		want, diags := spec.NewParser().LoadFile(path, opts)
 		testHookEachMemo = func(block string) { fromMemo = append(fromMemo, block) }
 		if diags.HasErrors() {
 			t.Fatal(diags)
@@ -69,22 +71,22 @@ phase "over" {
 	}
 	steps := []struct {
 		name, src string
-		vars      []VarValue
+		vars      []spec.VarValue
 		files     map[string]string
 		env       string
 		want      []string // blocks whose keys come from the memo
 	}{
-		{"first load", spec, nil, nil, "", nil},
-		{"a comment added", spec + "# edited\n", nil, nil, "", []string{"cell"}},
-		{"the command edited", strings.Replace(spec, "echo ${each.key} > out/${each.key}", "echo x${each.key} > out/${each.key}", 1), nil, nil, "", []string{"cell"}},
-		{"the file read changed", spec + "# again\n", nil, map[string]string{"keys.txt": "a,b,c"}, "", []string{"cell"}},
-		{"the environment changed", spec, nil, nil, "s2", []string{"cell"}},
-		{"a variable it names set", spec + "#\n", []VarValue{{Name: "n", Value: "13"}}, nil, "", nil},
-		{"back to the default", spec + "# back\n", nil, nil, "", nil},
-		{"unchanged again", spec + "# back again\n", nil, nil, "", []string{"cell"}},
-		{"a local it names edited", strings.Replace(spec, `prefix = "p"`, `prefix = "q"`, 1), nil, nil, "", nil},
-		{"the expression edited", strings.Replace(spec, `"%s%03d"`, `"%s%04d"`, 1), nil, nil, "", nil},
-		{"the same text again", strings.Replace(spec, `"%s%03d"`, `"%s%04d"`, 1) + "#\n", nil, nil, "", []string{"cell"}},
+		{"first load", text, nil, nil, "", nil},
+		{"a comment added", text + "# edited\n", nil, nil, "", []string{"cell"}},
+		{"the command edited", strings.Replace(text, "echo ${each.key} > out/${each.key}", "echo x${each.key} > out/${each.key}", 1), nil, nil, "", []string{"cell"}},
+		{"the file read changed", text + "# again\n", nil, map[string]string{"keys.txt": "a,b,c"}, "", []string{"cell"}},
+		{"the environment changed", text, nil, nil, "s2", []string{"cell"}},
+		{"a variable it names set", text + "#\n", []spec.VarValue{{Name: "n", Value: "13"}}, nil, "", nil},
+		{"back to the default", text + "# back\n", nil, nil, "", nil},
+		{"unchanged again", text + "# back again\n", nil, nil, "", []string{"cell"}},
+		{"a local it names edited", strings.Replace(text, `prefix = "p"`, `prefix = "q"`, 1), nil, nil, "", nil},
+		{"the expression edited", strings.Replace(text, `"%s%03d"`, `"%s%04d"`, 1), nil, nil, "", nil},
+		{"the same text again", strings.Replace(text, `"%s%03d"`, `"%s%04d"`, 1) + "#\n", nil, nil, "", []string{"cell"}},
 	}
 	for _, st := range steps {
 		for name, content := range st.files {
@@ -110,13 +112,13 @@ phase "over" {
 
 // TestEachMemoDamaged: a damaged for_each memo is ignored.
 func TestEachMemoDamaged(t *testing.T) {
-	const spec = `phase "cell" {
+	const text = `phase "cell" {
   for_each = toset([for i in range(20) : tostring(i)])
   command  = "echo ${each.key}"
 }
 `
-	path, memo := memoFixture(t, spec, nil)
-	if _, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo); diags.HasErrors() {
+	path, memo := memoFixture(t, text, nil)
+	if _, diags, _ := LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil); diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	b, err := os.ReadFile(eachMemoPath(memo))
@@ -129,12 +131,12 @@ func TestEachMemoDamaged(t *testing.T) {
 		if err := os.WriteFile(eachMemoPath(memo), bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(path, []byte(spec+strings.Repeat("#\n", i+1)), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(text+strings.Repeat("#\n", i+1)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		used := false
 		testHookEachMemo = func(string) { used = true }
-		s, diags, _ := NewParser().LoadFileMemo(path, Options{}, memo)
+		s, diags, _ := LoadFile(spec.NewParser(), path, spec.Options{}, memo, nil)
 		testHookEachMemo = nil
 		if diags.HasErrors() || len(s.Phases) != 20 {
 			t.Fatalf("byte %d damaged: %v, %d phases", i, diags, len(s.Phases))
