@@ -239,8 +239,8 @@ type phaseEval struct {
 
 func newPhaseEval(sc *scope, raws map[string]*rawPhase, order []*rawPhase) *phaseEval {
 	// phase.NAME's value is made only for a phase another one refers
-	// to: a sweep's value is an object of all its instances (at 100,000
-	// instances, a fifth of loading when nothing reads it).
+	// to: a sweep's value is an object of all its instances, costly to
+	// make and wasted when nothing reads it.
 	referenced := map[string]bool{}
 	for _, rp := range order {
 		for _, r := range rp.refs {
@@ -591,9 +591,8 @@ func hasMeta(p string) bool { return strings.ContainsAny(p, "*?[{") }
 
 // maxPhases bounds the number of phases (sweep instances included) of one
 // spec. Every command holds all of them in memory, with their keys, and
-// plans them: a sweep of 100,000 loads in about a second and half a GiB,
-// one of 1,000,000 took a quarter of a minute and over 2 GiB for validate
-// alone, and more for plan and run.
+// plans them, so time and memory grow with the count; the bound keeps a
+// sweep within what a workstation loads and plans (BENCHMARKS.md).
 const maxPhases = 200_000
 
 // tooManyPhases is the error for the for_each of rp, whose n instances
