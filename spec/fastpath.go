@@ -3,6 +3,8 @@ package spec
 import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/cairn-run/cairn/spec/quickfor"
 )
 
 // Loading a spec has one general path: HCL evaluates every expression. A
@@ -10,16 +12,15 @@ import (
 // made of, and gives exactly what the general path gives or declines, so
 // that every value and every message stays HCL's. All of them hang from
 // the table below: the general path asks it at each step whether a fast
-// path can do the step, and removing a fast path is deleting its file
+// path can do the step, and removing a fast path is deleting its code
 // and its line here. A fast path stays only while a user-visible figure
 // (BENCHMARKS.md, "Spec fast paths") is clearly worse without it.
 
 // fastPaths are the steps a fast path may take over; a nil one has none.
 type fastPaths struct {
-	// once wraps an expression evaluated once per load (for_each, a
-	// local): it returns the node that evaluates x, or false to leave x
-	// and look into it.
-	once func(x hclsyntax.Expression) (hclsyntax.Expression, bool)
+	// once readies an expression evaluated once per load (for_each, a
+	// local): it returns the expression to evaluate in its place.
+	once func(expr hcl.Expression) hcl.Expression
 	// forEach gives the instances of a for_each expression, sorted by
 	// key, or declines.
 	forEach func(expr hcl.Expression, ctx *hcl.EvalContext) ([]eachItem, hcl.Diagnostics, bool)
@@ -33,7 +34,7 @@ var fast = fastPaths{
 	// computes each element with cty's big.Float numbers and function
 	// calls, quickFor with Go integers. The first plan of a sweep waits
 	// on it.
-	once: quickForOf,
+	once: quickfor.Rewrite,
 	// toset() of a sweep's keys: cty sorts a set's elements with a slow
 	// comparison every time it is iterated; the instances are sorted by
 	// key anyway. The first plan of a sweep waits on it.
@@ -49,44 +50,5 @@ func fastOnce(expr hcl.Expression) hcl.Expression {
 	if fast.once == nil {
 		return expr
 	}
-	return rewriteExprs(expr, fast.once)
-}
-
-// rewriteExprs returns expr with wrap applied to it and, where wrap
-// leaves a node as it is (false), to the elements of lists, the values of
-// objects, the arguments of function calls and the results of
-// conditionals and parentheses, recursively. Containers are changed in
-// place; a node wrap replaced is not looked into.
-func rewriteExprs(expr hcl.Expression, wrap func(hclsyntax.Expression) (hclsyntax.Expression, bool)) hcl.Expression {
-	x, ok := expr.(hclsyntax.Expression)
-	if !ok {
-		return expr
-	}
-	var walk func(x hclsyntax.Expression) hclsyntax.Expression
-	walk = func(x hclsyntax.Expression) hclsyntax.Expression {
-		if w, ok := wrap(x); ok {
-			return w
-		}
-		switch e := x.(type) {
-		case *hclsyntax.FunctionCallExpr:
-			for i, a := range e.Args {
-				e.Args[i] = walk(a)
-			}
-		case *hclsyntax.TupleConsExpr:
-			for i, a := range e.Exprs {
-				e.Exprs[i] = walk(a)
-			}
-		case *hclsyntax.ObjectConsExpr:
-			for i := range e.Items {
-				e.Items[i].ValueExpr = walk(e.Items[i].ValueExpr)
-			}
-		case *hclsyntax.ParenthesesExpr:
-			e.Expression = walk(e.Expression)
-		case *hclsyntax.ConditionalExpr:
-			e.TrueResult = walk(e.TrueResult)
-			e.FalseResult = walk(e.FalseResult)
-		}
-		return x
-	}
-	return walk(x)
+	return fast.once(expr)
 }

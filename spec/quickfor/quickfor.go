@@ -1,4 +1,9 @@
-package spec
+// Package quickfor evaluates the for expressions of a sweep's keys with
+// plain Go values instead of cty's, for the part of the language where
+// that gives exactly HCL's value, and leaves the rest to HCL. It knows
+// HCL and cty only; package spec hands it the expressions it evaluates
+// once per load (a for_each, a local).
+package quickfor
 
 import (
 	"math/big"
@@ -73,6 +78,54 @@ func (e quickForExpr) Value(ctx *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 		return v, nil
 	}
 	return e.ForExpr.Value(ctx)
+}
+
+// Rewrite returns expr with each for expression quickFor may take, at its
+// top or in the elements of lists, the values of objects, the arguments
+// of function calls and the results of conditionals and parentheses,
+// replaced by a node that evaluates it with quickFor when it can and by
+// HCL otherwise. Containers are changed in place.
+func Rewrite(expr hcl.Expression) hcl.Expression {
+	return rewriteExprs(expr, quickForOf)
+}
+
+// rewriteExprs returns expr with wrap applied to it and, where wrap
+// leaves a node as it is (false), to the elements of lists, the values of
+// objects, the arguments of function calls and the results of
+// conditionals and parentheses, recursively. Containers are changed in
+// place; a node wrap replaced is not looked into.
+func rewriteExprs(expr hcl.Expression, wrap func(hclsyntax.Expression) (hclsyntax.Expression, bool)) hcl.Expression {
+	x, ok := expr.(hclsyntax.Expression)
+	if !ok {
+		return expr
+	}
+	var walk func(x hclsyntax.Expression) hclsyntax.Expression
+	walk = func(x hclsyntax.Expression) hclsyntax.Expression {
+		if w, ok := wrap(x); ok {
+			return w
+		}
+		switch e := x.(type) {
+		case *hclsyntax.FunctionCallExpr:
+			for i, a := range e.Args {
+				e.Args[i] = walk(a)
+			}
+		case *hclsyntax.TupleConsExpr:
+			for i, a := range e.Exprs {
+				e.Exprs[i] = walk(a)
+			}
+		case *hclsyntax.ObjectConsExpr:
+			for i := range e.Items {
+				e.Items[i].ValueExpr = walk(e.Items[i].ValueExpr)
+			}
+		case *hclsyntax.ParenthesesExpr:
+			e.Expression = walk(e.Expression)
+		case *hclsyntax.ConditionalExpr:
+			e.TrueResult = walk(e.TrueResult)
+			e.FalseResult = walk(e.FalseResult)
+		}
+		return x
+	}
+	return walk(x)
 }
 
 // quickForOf makes x a quickForExpr when it is a for expression quickFor

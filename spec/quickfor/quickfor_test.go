@@ -1,4 +1,4 @@
-package spec
+package quickfor
 
 import (
 	"regexp"
@@ -56,7 +56,7 @@ func checkQuickFor(t *testing.T, src string) bool {
 	ran := false
 	testHookQuickFor = func() { ran = true }
 	defer func() { testHookQuickFor = nil }()
-	got, gotDiags := rewriteExprs(parse(), quickForOf).Value(ctx)
+	got, gotDiags := Rewrite(parse()).Value(ctx)
 	if !sameValue(got, want) {
 		t.Errorf("%s:\nby quickFor %#v\nas written %#v", src, got, want)
 	}
