@@ -12,6 +12,24 @@ import (
 // each the path or the name of one of the phase's declared outputs. It
 // must run after evalOutputs.
 func evalMetrics(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
+	paths, diags := evalOutputRefs(p, e, ctx, outputRefs{
+		attr: "metrics", notOutput: "Metrics file is not an output", duplicate: "Duplicate metrics file", hint: outputsHint,
+	})
+	p.Metrics = append(p.Metrics, paths...)
+	return diags
+}
+
+// outputRefs words the diagnostics of an attribute naming outputs.
+type outputRefs struct {
+	attr                 string // "metrics", "temporary"
+	notOutput, duplicate string // the summaries
+	hint                 func(*Phase) string
+}
+
+// evalOutputRefs evaluates an attribute listing some of a phase's declared
+// outputs, each by path or by name, and returns their paths, each once.
+// A literal list's entries are each reported at their own range.
+func evalOutputRefs(p *Phase, e hcl.Expression, ctx *hcl.EvalContext, w outputRefs) ([]string, hcl.Diagnostics) {
 	type item struct {
 		s   string
 		rng hcl.Range
@@ -20,48 +38,48 @@ func evalMetrics(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnosti
 	var diags hcl.Diagnostics
 	if tup, ok := e.(*hclsyntax.TupleConsExpr); ok {
 		for _, x := range tup.Exprs {
-			s, d := evalString(x, ctx, "metrics entry")
+			s, d := evalString(x, ctx, w.attr+" entry")
 			diags = append(diags, d...)
 			if !d.HasErrors() {
 				items = append(items, item{s, x.Range()})
 			}
 		}
 	} else {
-		list, d := evalStringList(e, ctx, "metrics")
+		list, d := evalStringList(e, ctx, w.attr)
 		diags = append(diags, d...)
 		for _, s := range list {
 			items = append(items, item{s, e.Range()})
 		}
 	}
+	var paths []string
 	seen := map[string]bool{}
 	for _, it := range items {
 		path, ok := metricsOutput(p, it.s)
-		if !ok {
+		switch {
+		case !ok:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
-				Summary:  "Metrics file is not an output",
-				Detail:   fmt.Sprintf("Phase %s: metrics entry %q is neither the path nor the name of one of its outputs. %s", p.Addr, it.s, outputsHint(p)),
+				Summary:  w.notOutput,
+				Detail:   fmt.Sprintf("Phase %s: %s entry %q is neither the path nor the name of one of its outputs. %s", p.Addr, w.attr, it.s, w.hint(p)),
 				Subject:  it.rng.Ptr(),
 			})
-			continue
-		}
-		if seen[path] {
+		case seen[path]:
 			diags = append(diags, &hcl.Diagnostic{
 				Severity: hcl.DiagError,
-				Summary:  "Duplicate metrics file",
-				Detail:   fmt.Sprintf("Phase %s: metrics names output %q twice; list it once.", p.Addr, path),
+				Summary:  w.duplicate,
+				Detail:   fmt.Sprintf("Phase %s: %s names output %q twice; list it once.", p.Addr, w.attr, path),
 				Subject:  it.rng.Ptr(),
 			})
-			continue
+		default:
+			seen[path] = true
+			paths = append(paths, path)
 		}
-		seen[path] = true
-		p.Metrics = append(p.Metrics, path)
 	}
-	return diags
+	return paths, diags
 }
 
-// metricsOutput finds the declared output a metrics entry names: by path
-// first, then by output name.
+// metricsOutput finds the declared output an entry of metrics or
+// temporary names: by path first, then by output name.
 func metricsOutput(p *Phase, s string) (string, bool) {
 	if s == "" {
 		return "", false

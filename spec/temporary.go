@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // evalTemporary evaluates a phase's temporary attribute: a list of
@@ -15,51 +14,10 @@ import (
 // the workspace once the phases reading it in a run have succeeded. It
 // must run after evalOutputs.
 func evalTemporary(p *Phase, e hcl.Expression, ctx *hcl.EvalContext) hcl.Diagnostics {
-	type item struct {
-		s   string
-		rng hcl.Range
-	}
-	var items []item
-	var diags hcl.Diagnostics
-	if tup, ok := e.(*hclsyntax.TupleConsExpr); ok {
-		for _, x := range tup.Exprs {
-			s, d := evalString(x, ctx, "temporary entry")
-			diags = append(diags, d...)
-			if !d.HasErrors() {
-				items = append(items, item{s, x.Range()})
-			}
-		}
-	} else {
-		list, d := evalStringList(e, ctx, "temporary")
-		diags = append(diags, d...)
-		for _, s := range list {
-			items = append(items, item{s, e.Range()})
-		}
-	}
-	seen := map[string]bool{}
-	for _, it := range items {
-		path, ok := metricsOutput(p, it.s)
-		if !ok {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Temporary output is not an output",
-				Detail:   fmt.Sprintf("Phase %s: temporary entry %q is neither the path nor the name of one of its outputs. %s", p.Addr, it.s, temporaryHint(p)),
-				Subject:  it.rng.Ptr(),
-			})
-			continue
-		}
-		if seen[path] {
-			diags = append(diags, &hcl.Diagnostic{
-				Severity: hcl.DiagError,
-				Summary:  "Duplicate temporary output",
-				Detail:   fmt.Sprintf("Phase %s: temporary names output %q twice; list it once.", p.Addr, path),
-				Subject:  it.rng.Ptr(),
-			})
-			continue
-		}
-		seen[path] = true
-		p.Temporary = append(p.Temporary, path)
-	}
+	paths, diags := evalOutputRefs(p, e, ctx, outputRefs{
+		attr: "temporary", notOutput: "Temporary output is not an output", duplicate: "Duplicate temporary output", hint: temporaryHint,
+	})
+	p.Temporary = append(p.Temporary, paths...)
 	return diags
 }
 
