@@ -8,13 +8,21 @@
 // from a fixed seed, so every tool and every run sees the same content,
 // and incompressible, so no tool is flattered by compression). N phases in
 // layers; phase i hashes its own share of the inputs and the outputs of
-// two phases of the layer before it, writing out/pNNNNN:
+// two phases of the layer before it, writing out/pNNNNN. -shape picks the
+// form of every phase's command, the same for every tool:
 //
-//	cat in/f00001 ... out/p00003 out/p00004 | sha256sum > out/p00012
+//	cat in/f00001 ... out/p00003 out/p00004 | sha256sum > out/p00012   (cat)
+//	sha256sum in/f00001 ... out/p00003 out/p00004 > out/p00012         (prog)
+//	sh phase.sh in/f00001 ... out/p00003 out/p00004 out/p00012         (script)
+//
+// A benchmark of one shape alone could be won by a shortcut for that
+// shape; the harness runs all three. The script (phase.sh, written into
+// the workspace and a source of every phase) takes its output off the
+// end of its arguments in a shell loop, then hashes the rest.
 //
 // With -copy every phase instead writes its sources concatenated, unhashed
-// (one source: a copy of it; -shape does not apply), so its output is as large as its inputs: the
-// workload for restoring large outputs.
+// (one source: a copy of it; -shape does not apply), so its output is as
+// large as its inputs: the workload for restoring large outputs.
 //
 // With -foreach K it writes instead a cairn-only sweep: one phase with a
 // for_each over K instances, for the planning scale test.
