@@ -8,13 +8,21 @@
 // from a fixed seed, so every tool and every run sees the same content,
 // and incompressible, so no tool is flattered by compression). N phases in
 // layers; phase i hashes its own share of the inputs and the outputs of
-// two phases of the layer before it, writing out/pNNNNN:
+// two phases of the layer before it, writing out/pNNNNN. -shape picks the
+// form of every phase's command, the same for every tool:
 //
-//	cat in/f00001 ... out/p00003 out/p00004 | sha256sum > out/p00012
+//	cat in/f00001 ... out/p00003 out/p00004 | sha256sum > out/p00012   (cat)
+//	sha256sum in/f00001 ... out/p00003 out/p00004 > out/p00012         (prog)
+//	sh phase.sh in/f00001 ... out/p00003 out/p00004 out/p00012         (script)
+//
+// A benchmark of one shape alone could be won by a shortcut for that
+// shape; the harness runs all three. The script (phase.sh, written into
+// the workspace and a source of every phase) takes its output off the
+// end of its arguments in a shell loop, then hashes the rest.
 //
 // With -copy every phase instead writes its sources concatenated, unhashed
-// (one source: a copy of it), so its output is as large as its inputs: the
-// workload for restoring large outputs.
+// (one source: a copy of it; -shape does not apply), so its output is as
+// large as its inputs: the workload for restoring large outputs.
 //
 // With -foreach K it writes instead a cairn-only sweep: one phase with a
 // for_each over K instances, for the planning scale test.
@@ -29,6 +37,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -43,6 +52,7 @@ func main() {
 	foreach := flag.Int("foreach", 0, "write a cairn for_each sweep of this many instances instead")
 	noInputs := flag.Bool("no-inputs", false, "write only the tool's files, not in/")
 	flag.BoolVar(&copyMode, "copy", false, "each phase writes its sources concatenated, not their hash (large outputs)")
+	flag.StringVar(&shape, "shape", "cat", "every phase's command: cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT) or script (sh "+scriptName+" SRCS OUT)")
 	flag.Parse()
 	if *out == "" {
 		fatal(errors.New("-o DIR is required"))
@@ -56,6 +66,16 @@ func main() {
 	}
 	if err := w.check(); err != nil {
 		fatal(err)
+	}
+	switch {
+	case shape != "cat" && shape != "prog" && shape != "script":
+		fatal(fmt.Errorf("unknown -shape %q (cat, prog or script)", shape))
+	case copyMode:
+		shape = "cat"
+	case shape == "script":
+		if err := writeFile(*out, scriptName, []byte(phaseScript)); err != nil {
+			fatal(err)
+		}
 	}
 	if !*noInputs {
 		if err := w.writeInputs(*out); err != nil {
@@ -103,10 +123,10 @@ type phase struct {
 
 func (p phase) out() string { return "out/" + p.name }
 
-// sources is every file the phase reads: its inputs, then its upstream
-// outputs.
+// sources is every file the phase reads: the script (shape script), its
+// inputs, then its upstream outputs.
 func (p phase) sources() []string {
-	s := append([]string(nil), p.inputs...)
+	s := append(scriptSource(), p.inputs...)
 	for _, d := range p.deps {
 		s = append(s, "out/"+d)
 	}
@@ -117,16 +137,54 @@ func (p phase) sources() []string {
 // single source) instead of their hash.
 var copyMode bool
 
+// shape is the form of every phase's command: cat, prog or script.
+var shape = "cat"
+
+// scriptName is the script of shape script, in the workspace's root.
+const scriptName = "phase.sh"
+
+// phaseScript is scriptName: phase.sh IN... OUT hashes every IN (one line
+// of sha256sum each) into OUT. The loop takes OUT off the end of the
+// arguments, the way a script with a variable argument list does.
+const phaseScript = `# phase.sh IN... OUT: the sha256sum of every IN, into OUT.
+n=$#
+i=0
+for f; do
+	i=$((i + 1))
+	if [ "$i" -eq "$n" ]; then
+		out=$f
+	else
+		set -- "$@" "$f"
+	fi
+done
+shift "$n"
+exec sha256sum "$@" > "$out"
+`
+
+// scriptSource is the script as the first source of every phase in shape
+// script (its content is part of what each phase depends on), else none.
+func scriptSource() []string {
+	if shape == "script" {
+		return []string{scriptName}
+	}
+	return nil
+}
+
 // recipe is the shell command that turns the n files srcs (shell words,
-// possibly a tool's own variable such as make's $^) into out.
+// possibly a tool's own variable such as make's $^; in shape script the
+// script first) into out.
 func recipe(srcs string, n int, out string) string {
 	switch {
-	case !copyMode:
-		return "cat " + srcs + " | sha256sum > " + out
-	case n == 1:
+	case copyMode && n == 1:
 		return "cp " + srcs + " " + out
+	case copyMode:
+		return "cat " + srcs + " > " + out
+	case shape == "prog":
+		return "sha256sum " + srcs + " > " + out
+	case shape == "script":
+		return "sh " + srcs + " " + out
 	}
-	return "cat " + srcs + " > " + out
+	return "cat " + srcs + " | sha256sum > " + out
 }
 
 func (p phase) command() string {
@@ -231,12 +289,13 @@ func genCairn(ps []phase, dir string) error {
 	b.WriteString("experiment \"bench\" {}\n")
 	for _, p := range ps {
 		fmt.Fprintf(&b, "\nphase %q {\n", p.name)
-		srcs := append([]string(nil), p.inputs...)
+		ins := append(scriptSource(), p.inputs...)
+		srcs := slices.Clone(ins)
 		for _, d := range p.deps {
 			srcs = append(srcs, fmt.Sprintf("${phase.%s.outputs.o}", d))
 		}
 		fmt.Fprintf(&b, "  command = %q\n", recipe(strings.Join(srcs, " "), len(srcs), p.out()))
-		fmt.Fprintf(&b, "  inputs  = [%s]\n", quoteList(p.inputs))
+		fmt.Fprintf(&b, "  inputs  = [%s]\n", quoteList(ins))
 		fmt.Fprintf(&b, "  outputs = { o = %q }\n}\n", p.out())
 	}
 	return writeFile(dir, "experiment.hcl", b.Bytes())
@@ -370,7 +429,7 @@ func genTurbo(ps []phase, dir string) error {
 			return err
 		}
 		ins := []string{"package.json"}
-		for _, s := range p.inputs {
+		for _, s := range append(scriptSource(), p.inputs...) {
 			ins = append(ins, "$TURBO_ROOT$/"+s)
 		}
 		sub := map[string]any{

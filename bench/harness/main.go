@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,7 @@ var (
 	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
 	scale    = flag.Bool("scale", true, "run cairn's for_each scale test")
+	shapes   = flag.String("shapes", "cat,prog,script", "command shapes of the phases, each size run once per shape (not Lo, Lqo, Lox, Lqox: copies): cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT), script (sh phase.sh SRCS OUT)")
 )
 
 var (
@@ -94,18 +96,29 @@ type size struct {
 	// restore by reflink is measured beside cp -al on this machine even
 	// when its own disk (ext4 here) has no reflinks.
 	xfs bool
+	// shape: the form of every phase's command (gen -shape); "" for the
+	// copy sizes, whose phases are cp or cat.
+	shape string
+}
+
+// label names the size and shape in file names: S-prog, Lo.
+func (sz size) label() string {
+	if sz.shape == "" {
+		return sz.name
+	}
+	return sz.name + "-" + sz.shape
 }
 
 // result is one cell of a table.
 type result struct {
-	Size, Scenario, Tool string
-	Samples              []float64 // seconds
-	Median               float64
-	Single               bool   // one sample only (the probe)
-	Failed               string // "", or why
-	Wrote, Total         int    // outputs written by the probe, outputs present after it
-	Self                 string // what the tool says it did
-	RSS                  []int  // KiB
+	Size, Shape, Scenario, Tool string
+	Samples                     []float64 // seconds
+	Median                      float64
+	Single                      bool   // one sample only (the probe)
+	Failed                      string // "", or why
+	Wrote, Total                int    // outputs written by the probe, outputs present after it
+	Self                        string // what the tool says it did
+	RSS                         []int  // KiB
 }
 
 var (
@@ -173,8 +186,22 @@ func main() {
 	if *sizeList != "" {
 		want = *sizeList
 	}
+	shapeList := strings.Split(*shapes, ",")
+	for _, sh := range shapeList {
+		if sh != "cat" && sh != "prog" && sh != "script" {
+			fatal("unknown shape " + sh + " in -shapes (cat, prog, script)")
+		}
+	}
 	for _, sz := range sizes {
-		if slices.Contains(strings.Split(want, ","), sz.name) {
+		if !slices.Contains(strings.Split(want, ","), sz.name) {
+			continue
+		}
+		if sz.copy {
+			runSize(sz, gen, ts)
+			continue
+		}
+		for _, sh := range shapeList {
+			sz.shape = sh
 			runSize(sz, gen, ts)
 		}
 	}
@@ -184,9 +211,14 @@ func main() {
 	report(time.Since(start))
 }
 
+// installTools installs what the harness and the tools of -tools need.
 func installTools() {
+	measured := strings.Split(*toolList, ",")
 	var aptPkgs []string
 	for bin, pkg := range map[string]string{"hyperfine": "hyperfine", "ninja": "ninja-build", "snakemake": "snakemake", "make": "make", "/usr/bin/time": "time"} {
+		if bin != "hyperfine" && bin != "/usr/bin/time" && !slices.Contains(measured, bin) {
+			continue
+		}
 		if _, err := exec.LookPath(bin); err != nil {
 			aptPkgs = append(aptPkgs, pkg)
 		}
@@ -205,13 +237,13 @@ func installTools() {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(tools, "bin", "task")); err != nil {
+	if _, err := os.Stat(filepath.Join(tools, "bin", "task")); err != nil && slices.Contains(measured, "task") {
 		fmt.Println("installing go-task:", taskModule)
 		if err := runVerbose([]string{"GOBIN=" + filepath.Join(tools, "bin")}, "go", "install", taskModule); err != nil {
 			fmt.Println("go-task install failed:", err)
 		}
 	}
-	if _, err := os.Stat(turboBin()); err != nil {
+	if _, err := os.Stat(turboBin()); err != nil && slices.Contains(measured, "turbo") {
 		if _, err := exec.LookPath("npm"); err != nil {
 			fmt.Println("npm is missing: Turborepo cannot be installed")
 		} else {
@@ -351,13 +383,17 @@ func printVersions(ts []*tool) {
 
 // runSize generates the workspaces of one size and runs its scenarios.
 func runSize(sz size, gen string, ts []*tool) {
-	fmt.Printf("\n== size %s: %d phases, %d inputs of %s\n", sz.name, sz.n, sz.f, bytesStr(sz.s))
+	fmt.Printf("\n== size %s: %d phases, %d inputs of %s", sz.name, sz.n, sz.f, bytesStr(sz.s))
+	if sz.shape != "" {
+		fmt.Printf(", shape %s", sz.shape)
+	}
+	fmt.Println()
 	base := filepath.Join(*workDir, sz.name)
 	if sz.xfs {
 		unmount, err := mountXFS(base, 4*int64(sz.f)*sz.s+(1<<30))
 		if err != nil {
 			fmt.Printf("  skipped: %v\n", err)
-			all = append(all, &result{Size: sz.name, Scenario: "restore", Tool: "cairn", Failed: "not run: " + err.Error()})
+			all = append(all, &result{Size: sz.name, Shape: sz.shape, Scenario: "restore", Tool: "cairn", Failed: "not run: " + err.Error()})
 			return
 		}
 		defer unmount()
@@ -366,6 +402,8 @@ func runSize(sz size, gen string, ts []*tool) {
 	genArgs := []string{"-n", strconv.Itoa(sz.n), "-f", strconv.Itoa(sz.f), "-s", strconv.FormatInt(sz.s, 10), "-width", strconv.Itoa(sz.width)}
 	if sz.copy {
 		genArgs = append(genArgs, "-copy")
+	} else {
+		genArgs = append(genArgs, "-shape", sz.shape)
 	}
 	// The master inputs are written once and never changed; every tool
 	// gets its own copy (its own mtimes: touch and edits stay per tool).
@@ -376,7 +414,7 @@ func runSize(sz size, gen string, ts []*tool) {
 		if t.missing != "" || sz.copy && !t.cache {
 			continue
 		}
-		w := &ws{dir: filepath.Join(base, t.name), cacheDir: filepath.Join(base, t.name+".cairn-cache")}
+		w := &ws{dir: filepath.Join(base, sz.shape, t.name), cacheDir: filepath.Join(base, sz.shape, t.name+".cairn-cache")}
 		check(os.RemoveAll(w.dir))
 		check(os.RemoveAll(w.cacheDir))
 		mustRun(gen, append([]string{"-tool", t.gen, "-o", w.dir, "-no-inputs"}, genArgs...)...)
@@ -404,7 +442,7 @@ func runSize(sz size, gen string, ts []*tool) {
 		if len(group) == 0 {
 			continue
 		}
-		fmt.Printf("\n-- %s %s\n", sz.name, sc)
+		fmt.Printf("\n-- %s %s\n", sz.label(), sc)
 		runs := sz.fastRuns
 		if sc == "cold" || sc == "change1" {
 			runs = sz.slowRuns
@@ -413,7 +451,7 @@ func runSize(sz size, gen string, ts []*tool) {
 		var rs []*result
 		for _, t := range group {
 			w := wss[t.name]
-			r := &result{Size: sz.name, Scenario: sc, Tool: t.name}
+			r := &result{Size: sz.name, Shape: sz.shape, Scenario: sc, Tool: t.name}
 			all = append(all, r)
 			probe(t, w, sc, r, sz)
 			if r.Failed != "" {
@@ -429,6 +467,9 @@ func runSize(sz size, gen string, ts []*tool) {
 			timed = append(timed, t)
 			rs = append(rs, r)
 		}
+		if sc == "cold" && !sz.copy {
+			timed, rs = sameOutputs(timed, rs, wss, &live)
+		}
 		if len(timed) > 0 {
 			hyperfine(sz, sc, runs, timed, wss, rs)
 		}
@@ -440,6 +481,68 @@ func runSize(sz size, gen string, ts []*tool) {
 			}
 		}
 	}
+}
+
+// sameOutputs checks that every tool's cold probe wrote the same bytes
+// into out/ as the first tool's did: the workload is one pipeline, so a
+// tool that differs ran other commands (or ran them wrongly) and its time
+// would compare nothing. Such a tool is marked WRONG and dropped from the
+// size; the tools that agree are returned.
+func sameOutputs(ts []*tool, rs []*result, wss map[string]*ws, live *[]*tool) ([]*tool, []*result) {
+	if len(ts) < 2 {
+		return ts, rs
+	}
+	first, err := readOutputs(wss[ts[0].name].dir)
+	check(err)
+	keepT, keepR := ts[:1:1], rs[:1:1]
+	for i := 1; i < len(ts); i++ {
+		got, err := readOutputs(wss[ts[i].name].dir)
+		check(err)
+		if diff := outputsDiff(first, got); diff != "" {
+			rs[i].Failed = "outputs differ from " + ts[0].name + "'s: " + diff
+			fmt.Printf("  %-10s WRONG: %s\n", ts[i].name, rs[i].Failed)
+			*live = slices.DeleteFunc(*live, func(x *tool) bool { return x == ts[i] })
+			continue
+		}
+		keepT, keepR = append(keepT, ts[i]), append(keepR, rs[i])
+	}
+	return keepT, keepR
+}
+
+// readOutputs is the content of every file under dir/out, by path
+// relative to it.
+func readOutputs(dir string) (map[string]string, error) {
+	m := map[string]string{}
+	out := filepath.Join(dir, "out")
+	err := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(out, p)
+		m[rel] = string(b)
+		return err
+	})
+	return m, err
+}
+
+// outputsDiff says how got differs from want, or "".
+func outputsDiff(want, got map[string]string) string {
+	for _, p := range slices.Sorted(maps.Keys(want)) {
+		g, ok := got[p]
+		switch {
+		case !ok:
+			return "out/" + p + " missing"
+		case g != want[p]:
+			return "out/" + p + " has other content"
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			return "out/" + p + " extra"
+		}
+	}
+	return ""
 }
 
 // mountXFS makes base the mount point of a new XFS filesystem with
@@ -555,13 +658,13 @@ func probe(t *tool, w *ws, sc string, r *result, sz size) {
 		return
 	}
 	before := snapshot(filepath.Join(w.dir, "out"))
-	rss := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
+	rss := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.label(), sc, t.name))
 	os.Remove(rss)
 	cmd := command(t, w, sc, "")
 	if gnuTime != "" {
 		cmd = command(t, w, sc, rss)
 	}
-	logf := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.log", sz.name, sc, t.name))
+	logf := filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.log", sz.label(), sc, t.name))
 	t0 := time.Now()
 	out, err := shOut(cmd, *timeout)
 	d := time.Since(t0)
@@ -618,11 +721,11 @@ func probe(t *tool, w *ws, sc string, r *result, sz size) {
 // spell and another's not, and the ratios within a run would measure the
 // drift.
 func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs []*result) {
-	name := sz.name + "-" + sc
+	name := sz.label() + "-" + sc
 	rssFiles := make([]string, len(ts))
 	for i, t := range ts {
 		if sc == "cold" && gnuTime != "" {
-			rssFiles[i] = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.name, sc, t.name))
+			rssFiles[i] = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.label(), sc, t.name))
 			os.Remove(rssFiles[i])
 		}
 	}
@@ -704,14 +807,14 @@ const fastRounds = 5
 func noopRSS(sz size, t *tool, w *ws) {
 	var r *result
 	for _, x := range all {
-		if x.Size == sz.name && x.Scenario == "noop" && x.Tool == t.name {
+		if x.Size == sz.name && x.Shape == sz.shape && x.Scenario == "noop" && x.Tool == t.name {
 			r = x
 		}
 	}
 	if r == nil || r.Failed != "" {
 		return
 	}
-	rf := filepath.Join(results, "logs", fmt.Sprintf("%s-noop-%s.rss", sz.name, t.name))
+	rf := filepath.Join(results, "logs", fmt.Sprintf("%s-noop-%s.rss", sz.label(), t.name))
 	for range 3 {
 		if _, err := shOut(command(t, w, "noop", rf), *timeout); err != nil {
 			return
@@ -855,13 +958,15 @@ func report(elapsed time.Duration) {
 	for _, k := range sortedKeys(versions) {
 		fmt.Fprintf(&b, "| %s | %s |\n", k, versions[k])
 	}
-	var sizes []string
+	type section = struct{ size, shape string }
+	var sections []section
 	for _, r := range all {
-		if !slices.Contains(sizes, r.Size) {
-			sizes = append(sizes, r.Size)
+		if s := (section{r.Size, r.Shape}); !slices.Contains(sections, s) {
+			sections = append(sections, s)
 		}
 	}
-	for _, sz := range sizes {
+	for _, sec := range sections {
+		sz := sec.size
 		if strings.HasPrefix(sz, "sweep") {
 			continue
 		}
@@ -869,7 +974,7 @@ func report(elapsed time.Duration) {
 		// -tools, then the reference copies.
 		var names []string
 		for _, r := range all {
-			if r.Size == sz && !slices.Contains(names, r.Tool) {
+			if r.Size == sz && r.Shape == sec.shape && !slices.Contains(names, r.Tool) {
 				names = append(names, r.Tool)
 			}
 		}
@@ -877,12 +982,16 @@ func report(elapsed time.Duration) {
 		if slices.Contains(names, "cp-r") {
 			ref = "cp-r"
 		}
-		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", sz, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
+		title := sz
+		if sec.shape != "" {
+			title += ", shape " + sec.shape
+		}
+		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", title, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
 		var wrote, rss bytes.Buffer
 		for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
 			row := map[string]*result{}
 			for _, r := range all {
-				if r.Size == sz && r.Scenario == sc {
+				if r.Size == sz && r.Shape == sec.shape && r.Scenario == sc {
 					row[r.Tool] = r
 				}
 			}
@@ -943,6 +1052,7 @@ func report(elapsed time.Duration) {
 			fmt.Fprintf(&b, "\nPeak RSS (median, largest process of the run):\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), rss.String())
 		}
 	}
+	shapeReport(&b, sections)
 	var scale bytes.Buffer
 	for _, r := range all {
 		if !strings.HasPrefix(r.Size, "sweep") {
@@ -969,6 +1079,93 @@ func report(elapsed time.Duration) {
 	check(os.WriteFile(filepath.Join(results, "results.md"), b.Bytes(), 0o644))
 	j, _ := json.MarshalIndent(map[string]any{"versions": versions, "results": all}, "", "  ")
 	check(os.WriteFile(filepath.Join(results, "results.json"), j, 0o644))
+}
+
+// shapeTarget is the most cairn may take, as a multiple of make -j2, for
+// a cold run and for a change of one input at S and M with a phase shape
+// other than cat: no shortcut for one shape may carry the comparison.
+const shapeTarget = 1.15
+
+// ratio is cairn's median over the tool ref's in one scenario of one size
+// and shape, if both were measured.
+func ratio(size, shape, sc, ref string) (float64, bool) {
+	var c, n *result
+	for _, r := range all {
+		if r.Size != size || r.Shape != shape || r.Scenario != sc {
+			continue
+		}
+		switch r.Tool {
+		case "cairn":
+			c = r
+		case ref:
+			n = r
+		}
+	}
+	if c == nil || n == nil || c.Failed != "" || n.Failed != "" || n.Median <= 0 {
+		return 0, false
+	}
+	return c.Median / n.Median, true
+}
+
+// shapeReport writes cairn's ratios to make -j2 and ninja for every size
+// and shape side by side, then the per-shape targets.
+func shapeReport(b *bytes.Buffer, sections []struct{ size, shape string }) {
+	scens := []string{"cold", "change1", "noop", "touch"}
+	var rows bytes.Buffer
+	for _, sec := range sections {
+		if sec.shape == "" {
+			continue
+		}
+		fmt.Fprintf(&rows, "| %s | %s |", sec.size, sec.shape)
+		for _, sc := range scens {
+			for _, ref := range []string{"make", "ninja"} {
+				if x, ok := ratio(sec.size, sec.shape, sc, ref); ok {
+					fmt.Fprintf(&rows, " %.2f |", x)
+				} else {
+					rows.WriteString(" – |")
+				}
+			}
+		}
+		rows.WriteString("\n")
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## cairn per command shape\n\ncairn's median over make -j2's and ninja -j2's, per size and shape (cat: `cat SRCS | sha256sum > OUT`; prog: `sha256sum SRCS > OUT`; script: `sh phase.sh SRCS OUT`), every tool running the same commands.\n\n")
+	b.WriteString("| size | shape |")
+	for _, sc := range scens {
+		fmt.Fprintf(b, " %s / make | / ninja |", strings.SplitN(scenarioTitle[sc], " (", 2)[0])
+	}
+	fmt.Fprintf(b, "\n|---|---|%s\n%s", strings.Repeat("---|", 2*len(scens)), rows.String())
+
+	var targets bytes.Buffer
+	for _, shape := range []string{"prog", "script"} {
+		for _, sc := range []string{"cold", "change1"} {
+			var cells []string
+			met, measured := true, 0
+			for _, size := range []string{"S", "M"} {
+				x, ok := ratio(size, shape, sc, "make")
+				if !ok {
+					cells = append(cells, size+" not measured")
+					continue
+				}
+				measured++
+				met = met && x <= shapeTarget
+				cells = append(cells, fmt.Sprintf("%s %.2f×", size, x))
+			}
+			if measured == 0 {
+				continue
+			}
+			verdict := map[bool]string{true: "yes", false: "no"}[met]
+			if met && measured < 2 {
+				verdict = "yes where measured"
+			}
+			fmt.Fprintf(&targets, "| %s ≤ %.2f× make -j2 at S and M, shape %s | %s | %s |\n", strings.SplitN(scenarioTitle[sc], " (", 2)[0], shapeTarget, shape, strings.Join(cells, "; "), verdict)
+		}
+	}
+	if targets.Len() > 0 {
+		fmt.Fprintf(b, "\n### Targets per shape\n\n| target | cairn / make | met? |\n|---|---|---|\n%s", targets.String())
+	}
 }
 
 // ---- helpers
