@@ -40,16 +40,17 @@ const (
 )
 
 var (
-	quick    = flag.Bool("quick", false, "S size only, fewer runs, a small L, scale test of plan only")
-	workDir  = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
-	outDir   = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
-	toolList = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
-	sizeList = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs), Lox and Lqox (Lo and Lqo on a loop-mounted XFS with reflinks; root and mkfs.xfs only) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
-	timeout  = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
-	long     = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
-	install  = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
-	scale    = flag.Bool("scale", true, "run cairn's for_each scale test")
-	shapes   = flag.String("shapes", "cat,prog,script", "command shapes of the phases, each size run once per shape (not Lo, Lqo, Lox, Lqox: copies): cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT), script (sh phase.sh SRCS OUT)")
+	quick     = flag.Bool("quick", false, "S size only, fewer runs, a small L, scale test of plan only")
+	workDir   = flag.String("work", filepath.Join(os.TempDir(), "cairn-bench"), "where workspaces are generated (outside any git repository: turbo hashes through git)")
+	outDir    = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
+	toolList  = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
+	cairnBase = flag.String("cairn-base", "", "a cairn `binary` to measure beside the one built from the tree, as the tool cairn-base (add it to -tools): an older commit's build, for before-and-after ratios in one run")
+	sizeList  = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs), Lox and Lqox (Lo and Lqo on a loop-mounted XFS with reflinks; root and mkfs.xfs only) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
+	timeout   = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
+	long      = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
+	install   = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
+	scale     = flag.Bool("scale", true, "run cairn's for_each scale test")
+	shapes    = flag.String("shapes", "cat,prog,script", "command shapes of the phases, each size run once per shape (not Lo, Lqo, Lox, Lqox: copies): cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT), script (sh phase.sh SRCS OUT)")
 )
 
 var (
@@ -298,13 +299,9 @@ func setupTools() []*tool {
 			t.cmd = func(w *ws) string { return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + cairn + " run" }
 			t.clean = func(w *ws) []string { return []string{"out", ".cairn", w.cacheDir} }
 			t.cache = true
-			t.summary = func(out string) string {
-				if m := cairnSummary.FindAllStringSubmatch(out, -1); m != nil {
-					l := m[len(m)-1]
-					return fmt.Sprintf("ran %s, cached %s, restored %s", l[2], l[3], l[4])
-				}
-				return ""
-			}
+			t.summary = cairnRunSummary
+		case "cairn-base":
+			baseTool(t)
 		case "make":
 			p, why := find(name, "make")
 			t.missing = why
@@ -958,7 +955,6 @@ func report(elapsed time.Duration) {
 	for _, k := range sortedKeys(versions) {
 		fmt.Fprintf(&b, "| %s | %s |\n", k, versions[k])
 	}
-	type section = struct{ size, shape string }
 	var sections []section
 	for _, r := range all {
 		if s := (section{r.Size, r.Shape}); !slices.Contains(sections, s) {
@@ -966,93 +962,140 @@ func report(elapsed time.Duration) {
 		}
 	}
 	for _, sec := range sections {
-		sz := sec.size
-		if strings.HasPrefix(sz, "sweep") {
-			continue
-		}
-		// The columns: the tools measured at this size, in the order of
-		// -tools, then the reference copies.
-		var names []string
-		for _, r := range all {
-			if r.Size == sz && r.Shape == sec.shape && !slices.Contains(names, r.Tool) {
-				names = append(names, r.Tool)
-			}
-		}
-		ref := "ninja"
-		if slices.Contains(names, "cp-r") {
-			ref = "cp-r"
-		}
-		title := sz
-		if sec.shape != "" {
-			title += ", shape " + sec.shape
-		}
-		fmt.Fprintf(&b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", title, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
-		var wrote, rss bytes.Buffer
-		for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
-			row := map[string]*result{}
-			for _, r := range all {
-				if r.Size == sz && r.Shape == sec.shape && r.Scenario == sc {
-					row[r.Tool] = r
-				}
-			}
-			if len(row) == 0 {
-				continue
-			}
-			best := 0.0
-			for _, r := range row {
-				if r.Failed == "" && r.Median > 0 && (best == 0 || r.Median < best) {
-					best = r.Median
-				}
-			}
-			fmt.Fprintf(&b, "| %s |", scenarioTitle[sc])
-			fmt.Fprintf(&wrote, "| %s |", scenarioTitle[sc])
-			for _, n := range names {
-				r := row[n]
-				switch {
-				case r == nil:
-					fmt.Fprintf(&b, " – |")
-					fmt.Fprintf(&wrote, " – |")
-					continue
-				case r.Failed != "":
-					fmt.Fprintf(&b, " %s |", r.Failed)
-				default:
-					mark := ""
-					if r.Single {
-						mark = "¹"
-					}
-					fmt.Fprintf(&b, " %s%s (%.1f×) |", durStr(r.Median), mark, r.Median/best)
-				}
-				fmt.Fprintf(&wrote, " %d/%d", r.Wrote, r.Total)
-				if r.Self != "" {
-					fmt.Fprintf(&wrote, " (%s)", r.Self)
-				}
-				wrote.WriteString(" |")
-			}
-			c, n := row["cairn"], row[ref]
-			if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
-				fmt.Fprintf(&b, " %.2f |\n", c.Median/n.Median)
-			} else {
-				fmt.Fprintf(&b, " – |\n")
-			}
-			wrote.WriteString("\n")
-			if sc == "cold" || sc == "noop" {
-				fmt.Fprintf(&rss, "| %s |", scenarioTitle[sc])
-				for _, n := range names {
-					if r := row[n]; r != nil && len(r.RSS) > 0 {
-						fmt.Fprintf(&rss, " %s (%d runs) |", mib(r.RSS), len(r.RSS))
-					} else {
-						rss.WriteString(" – |")
-					}
-				}
-				rss.WriteString("\n")
-			}
-		}
-		fmt.Fprintf(&b, "\nOutputs written by each tool in the probe run (by mtime), and what the tool itself reported:\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), wrote.String())
-		if rss.Len() > 0 {
-			fmt.Fprintf(&b, "\nPeak RSS (median, largest process of the run):\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), rss.String())
-		}
+		sizeSection(&b, sec.size, sec.shape)
 	}
 	shapeReport(&b, sections)
+	baseReport(&b, sections)
+	scaleSection(&b)
+	fmt.Fprintf(&b, "\nHarness wall time: %s. Raw hyperfine JSON and per-run logs: %s\n", elapsed.Round(time.Second), results)
+	fmt.Print("\n" + b.String())
+	check(os.WriteFile(filepath.Join(results, "results.md"), b.Bytes(), 0o644))
+	j, _ := json.MarshalIndent(map[string]any{"versions": versions, "results": all}, "", "  ")
+	check(os.WriteFile(filepath.Join(results, "results.json"), j, 0o644))
+}
+
+// section is one size of the workload in one command shape.
+type section = struct{ size, shape string }
+
+// sizeSection writes the table of one size and shape: every tool's median
+// per scenario, what each wrote, and peak RSS.
+func sizeSection(b *bytes.Buffer, sz, shape string) {
+	sec := section{sz, shape}
+	if strings.HasPrefix(sz, "sweep") {
+		return
+	}
+	// The columns: the tools measured at this size, in the order of
+	// -tools, then the reference copies.
+	var names []string
+	for _, r := range all {
+		if r.Size == sz && r.Shape == sec.shape && !slices.Contains(names, r.Tool) {
+			names = append(names, r.Tool)
+		}
+	}
+	ref := "ninja"
+	if slices.Contains(names, "cp-r") {
+		ref = "cp-r"
+	}
+	title := sz
+	if sec.shape != "" {
+		title += ", shape " + sec.shape
+	}
+	fmt.Fprintf(b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", title, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
+	var wrote, rss bytes.Buffer
+	for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
+		row := map[string]*result{}
+		for _, r := range all {
+			if r.Size == sz && r.Shape == sec.shape && r.Scenario == sc {
+				row[r.Tool] = r
+			}
+		}
+		if len(row) == 0 {
+			continue
+		}
+		best := 0.0
+		for _, r := range row {
+			if r.Failed == "" && r.Median > 0 && (best == 0 || r.Median < best) {
+				best = r.Median
+			}
+		}
+		fmt.Fprintf(b, "| %s |", scenarioTitle[sc])
+		fmt.Fprintf(&wrote, "| %s |", scenarioTitle[sc])
+		for _, n := range names {
+			r := row[n]
+			switch {
+			case r == nil:
+				fmt.Fprintf(b, " – |")
+				fmt.Fprintf(&wrote, " – |")
+				continue
+			case r.Failed != "":
+				fmt.Fprintf(b, " %s |", r.Failed)
+			default:
+				mark := ""
+				if r.Single {
+					mark = "¹"
+				}
+				fmt.Fprintf(b, " %s%s (%.1f×) |", durStr(r.Median), mark, r.Median/best)
+			}
+			fmt.Fprintf(&wrote, " %d/%d", r.Wrote, r.Total)
+			if r.Self != "" {
+				fmt.Fprintf(&wrote, " (%s)", r.Self)
+			}
+			wrote.WriteString(" |")
+		}
+		c, n := row["cairn"], row[ref]
+		if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
+			fmt.Fprintf(b, " %.2f |\n", c.Median/n.Median)
+		} else {
+			fmt.Fprintf(b, " – |\n")
+		}
+		wrote.WriteString("\n")
+		if sc == "cold" || sc == "noop" {
+			fmt.Fprintf(&rss, "| %s |", scenarioTitle[sc])
+			for _, n := range names {
+				if r := row[n]; r != nil && len(r.RSS) > 0 {
+					fmt.Fprintf(&rss, " %s (%d runs) |", mib(r.RSS), len(r.RSS))
+				} else {
+					rss.WriteString(" – |")
+				}
+			}
+			rss.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(b, "\nOutputs written by each tool in the probe run (by mtime), and what the tool itself reported:\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), wrote.String())
+	if rss.Len() > 0 {
+		fmt.Fprintf(b, "\nPeak RSS (median, largest process of the run):\n\n| scenario | %s |\n|---|%s\n%s", strings.Join(names, " | "), strings.Repeat("---|", len(names)), rss.String())
+	}
+}
+
+// baseReport writes cairn's ratios to cairn-base (-cairn-base), per size,
+// shape and scenario, when both were measured.
+func baseReport(b *bytes.Buffer, sections []section) {
+	var rows bytes.Buffer
+	for _, sec := range sections {
+		var row bytes.Buffer
+		fmt.Fprintf(&row, "| %s | %s |", sec.size, sec.shape)
+		measured := false
+		for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
+			if x, ok := ratio(sec.size, sec.shape, sc, "cairn-base"); ok {
+				fmt.Fprintf(&row, " %.2f |", x)
+				measured = true
+			} else {
+				row.WriteString(" – |")
+			}
+		}
+		if measured {
+			rows.Write(row.Bytes())
+			rows.WriteString("\n")
+		}
+	}
+	if rows.Len() == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## cairn against cairn-base (%s)\n\nMedian of cairn over cairn-base's, same run:\n\n| size | shape | cold | no-op | touch all | change one | restore |\n|---|---|---|---|---|---|---|\n%s", *cairnBase, rows.String())
+}
+
+// scaleSection writes the for_each sweep figures, if they were measured.
+func scaleSection(b *bytes.Buffer) {
 	var scale bytes.Buffer
 	for _, r := range all {
 		if !strings.HasPrefix(r.Size, "sweep") {
@@ -1072,19 +1115,43 @@ func report(elapsed time.Duration) {
 		fmt.Fprintf(&scale, "| %s instances | cairn %s | %s | %s |\n", strings.TrimPrefix(r.Size, "sweep"), r.Scenario, cell, rs)
 	}
 	if scale.Len() > 0 {
-		fmt.Fprintf(&b, "\n## scale (cairn alone, for_each sweep)\n\n| sweep | command | median | peak RSS |\n|---|---|---|---|\n%s", scale.String())
+		fmt.Fprintf(b, "\n## scale (cairn alone, for_each sweep)\n\n| sweep | command | median | peak RSS |\n|---|---|---|---|\n%s", scale.String())
 	}
-	fmt.Fprintf(&b, "\nHarness wall time: %s. Raw hyperfine JSON and per-run logs: %s\n", elapsed.Round(time.Second), results)
-	fmt.Print("\n" + b.String())
-	check(os.WriteFile(filepath.Join(results, "results.md"), b.Bytes(), 0o644))
-	j, _ := json.MarshalIndent(map[string]any{"versions": versions, "results": all}, "", "  ")
-	check(os.WriteFile(filepath.Join(results, "results.json"), j, 0o644))
 }
 
 // shapeTarget is the most cairn may take, as a multiple of make -j2, for
 // a cold run and for a change of one input at S and M with a phase shape
 // other than cat: no shortcut for one shape may carry the comparison.
 const shapeTarget = 1.15
+
+// baseTool makes t the cairn binary given with -cairn-base, run on the
+// workspace cairn's generator writes.
+func baseTool(t *tool) {
+	t.gen = "cairn"
+	base := *cairnBase
+	if base == "" {
+		t.missing = "cairn-base needs -cairn-base BINARY"
+		return
+	}
+	if _, err := os.Stat(base); err != nil {
+		t.missing = "cairn-base: " + err.Error()
+		return
+	}
+	t.version = firstLine(output(base, "version")) + " (-cairn-base " + base + ")"
+	t.cmd = func(w *ws) string { return "CAIRN_CACHE_DIR=" + w.cacheDir + " exec " + base + " run" }
+	t.clean = func(w *ws) []string { return []string{"out", ".cairn", w.cacheDir} }
+	t.cache = true
+	t.summary = cairnRunSummary
+}
+
+// cairnRunSummary reads what ran from cairn's closing line.
+func cairnRunSummary(out string) string {
+	if m := cairnSummary.FindAllStringSubmatch(out, -1); m != nil {
+		l := m[len(m)-1]
+		return fmt.Sprintf("ran %s, cached %s, restored %s", l[2], l[3], l[4])
+	}
+	return ""
+}
 
 // ratio is cairn's median over the tool ref's in one scenario of one size
 // and shape, if both were measured.
