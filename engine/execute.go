@@ -596,41 +596,15 @@ func (r *runner) notCached(ph *phaseRun, changed []string) {
 		Message: fmt.Sprintf("phase %s: %s; its outputs stay in the workspace but are not cached, and the next run runs it again", addr, what)})
 }
 
-// store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (succeed committed them) or go inside
-// the entry, so the entry never references a missing blob.
+// store writes the phase's logs and action entry to the cache (see
+// outputs.Keeper.Store).
 func (r *runner) store(ph *phaseRun, out *outputs.Collected) error {
-	c := r.e.cache
-	tree := out.Tree
-	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty, &out.Inline)
-	if err != nil {
-		return err
-	}
-	errD, err := r.putLog(ph.stderr, ph.stderrEmpty, &out.Inline)
-	if err != nil {
-		return err
-	}
 	host, who := r.hostUser()
-	format := cache.EntryFormat
-	if len(out.Inline.Blobs) > 0 {
-		format = cache.EntryFormatInline
-	}
-	for _, f := range tree {
-		if f.Temporary {
-			format = cache.EntryFormatTemp
-			break
-		}
-	}
 	entry := &cache.Entry{
-		Format:     format,
 		Key:        ph.d.key,
 		Phase:      ph.p.Addr,
 		Components: ph.d.components,
-		Outputs:    tree,
-		Inline:     out.Inline.Blobs,
 		ExitCode:   0,
-		Stdout:     outD,
-		Stderr:     errD,
 		Cost:       ph.spent.Cost,
 		Iterations: ph.spent.Iterations,
 		Metrics:    ph.metrics,
@@ -639,61 +613,10 @@ func (r *runner) store(ph *phaseRun, out *outputs.Collected) error {
 		Host:       host,
 		User:       who,
 	}
+	logs := outputs.Logs{Stdout: ph.stdout, Stderr: ph.stderr, StdoutEmpty: ph.stdoutEmpty, StderrEmpty: ph.stderrEmpty}
 	// A forced run's result becomes the key's: a later plain run must not
 	// restore the result it was forced to replace.
-	put := c.PutEntry
-	if ph.d.forced {
-		put = c.ReplaceEntry
-	}
-	err = put(entry)
-	if errors.Is(err, cache.ErrNotFound) {
-		// A blob was evicted (cairn cache gc) between being stored and
-		// being referenced: store the outputs again, once.
-		for _, f := range tree {
-			if _, inline := entry.InlineData(f.Digest); f.Type != cache.TypeFile || f.Temporary || inline {
-				continue
-			}
-			d, _, perr := c.PutFile(r.e.ws.Abs(f.Path))
-			if perr != nil {
-				return perr
-			}
-			if d != f.Digest {
-				return fmt.Errorf("output %s changed after the phase ended", f.Path)
-			}
-		}
-		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty, &out.Inline); err == nil {
-			if _, err = r.putLog(ph.stderr, ph.stderrEmpty, &out.Inline); err == nil {
-				err = put(entry)
-			}
-		}
-	}
-	if err == nil {
-		r.e.session.Put(entry.Key)
-	}
-	return err
-}
-
-// putLog stores a log of the phase's last attempt in the cache: inside
-// the entry (in inline) if it is small, else as a blob. One the command
-// wrote nothing to is the empty blob, not read again.
-func (r *runner) putLog(path string, empty bool, inline *outputs.InlineBlobs) (cache.Digest, error) {
-	if empty {
-		d := cache.HashBytes(nil)
-		if inline.Add(d, nil) {
-			return d, nil
-		}
-		return r.e.cache.PutBytes(nil)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() <= cache.InlineMax {
-		if b, err := os.ReadFile(path); err == nil && len(b) <= cache.InlineMax {
-			d := cache.HashBytes(b)
-			if inline.Add(d, b) {
-				return d, nil
-			}
-		}
-	}
-	d, _, err := r.e.cache.PutFile(path)
-	return d, err
+	return r.e.out.Store(entry, out, logs, ph.d.forced)
 }
 
 // hostUser returns this machine's name and the user's, for cache
