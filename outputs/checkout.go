@@ -1,4 +1,4 @@
-package engine
+package outputs
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/memories"
-	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -31,7 +30,7 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 	}
 	defer lock.Unlock()
 	mem := memories.LoadMemory(filepath.Join(ws.StateDir(), "digests"))
-	out := &outputs.Keeper{WS: &ws, Cache: c, Mem: mem, Now: time.Now}
+	out := &Keeper{WS: &ws, Cache: c, Mem: mem, Now: time.Now}
 	res := &CheckoutResult{}
 	addrs := make([]string, 0, len(st.Phases))
 	for a := range st.Phases {
@@ -54,15 +53,15 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 			res.NotCached = append(res.NotCached, addr)
 			continue
 		}
-		if problem := outputs.TreeProblem(entry); problem != "" {
+		if problem := TreeProblem(entry); problem != "" {
 			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
 		}
 		restored := false
-		for _, o := range outputs.Declared(entry) {
-			part := outputs.TreeOf(entry.Outputs, o)
+		for _, o := range Declared(entry) {
+			part := TreeOf(entry.Outputs, o)
 			// A temporary output is not in the cache: the run removed
 			// it once the phases reading it were done.
-			if outputs.Temporary(part) || out.Matches(o, part) {
+			if Temporary(part) || out.Matches(o, part) {
 				continue
 			}
 			if err := out.Restore(o, part, entry.Inline); err != nil {
