@@ -315,7 +315,8 @@ phase "b" {
 	}
 	g := newAskGate(t, "a", "b")
 	restoring := 0
-	testHookRestoring = func(e *Engine, o string) {
+	e := s.engine(t)
+	e.out.BeforeRestore = func(o string) {
 		restoring++
 		select {
 		case <-g.ended:
@@ -323,8 +324,6 @@ phase "b" {
 			t.Errorf("b restores %s while a's command holds the only slot", o)
 		}
 	}
-	t.Cleanup(func() { testHookRestoring = nil })
-	e := s.engine(t)
 	e.exec = g
 	res, err := e.Run(t.Context(), RunOptions{Request: runrec.Request{Jobs: 1}})
 	if err != nil {

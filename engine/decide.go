@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -160,7 +161,7 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 	}
 	problem := ""
 	if err == nil {
-		problem = treeProblem(entry)
+		problem = outputs.TreeProblem(entry)
 	}
 	// A miss needs the components: to explain it, and to record them with
 	// the result the phase's run will store.
@@ -239,12 +240,12 @@ func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.E
 // the spec no longer calls temporary.
 func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase, entry *cache.Entry) (unstored []string) {
 	for _, o := range p.Outputs {
-		part := treeOf(entry.Outputs, o.Path)
-		if e.outputMatches(o.Path, part) {
+		part := outputs.TreeOf(entry.Outputs, o.Path)
+		if e.out.Matches(o.Path, part) {
 			continue
 		}
 		switch {
-		case !isTemporary(part):
+		case !outputs.Temporary(part):
 			d.restore = append(d.restore, o.Path)
 		case p.IsTemporary(o.Path):
 			d.tempGone = append(d.tempGone, o.Path)
@@ -258,12 +259,6 @@ func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase, entry *cache.Entry
 // testHookRestoreDecided, set by tests only, is called when a phase has
 // been decided restored, before anything of it is restored.
 var testHookRestoreDecided func(e *Engine, addr string)
-
-// isTemporary reports whether part, an output's tree in an entry, is a
-// temporary output's: recorded, not stored.
-func isTemporary(part []cache.OutputFile) bool {
-	return len(part) > 0 && part[0].Temporary
-}
 
 // settleTemporary decides which phases cached without some of their
 // temporary outputs (Decision.tempGone) must run after all, because a

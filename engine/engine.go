@@ -14,6 +14,7 @@ import (
 	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/memories"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -25,6 +26,7 @@ type Engine struct {
 	ws    workspace.Workspace
 	cache *remote.Tiered
 	mem   *memories.Memory
+	out   outputs.Keeper // the phases' outputs, in the workspace and the cache
 	exec  executor.Executor
 	rep   Reporter
 	now   func() time.Time
@@ -109,6 +111,8 @@ func New(s *spec.Spec, c *remote.Tiered, cfg Config) *Engine {
 		m = LoadMemories(s.Dir)
 	}
 	e.mem, e.lastKeys, e.phaseKeys, e.entries = m.digests, m.keys, m.phaseKeys, m.entries
+	e.out = outputs.Keeper{WS: &e.ws, Cache: c, Mem: e.mem, Now: e.now, Ctx: e.workCtx,
+		Session: func() *upkeep.Session { return e.session }}
 	if os.Getenv("CAIRN_DEBUG_KEY") == "1" {
 		// Every key is computed, so that each is written out
 		// (cache.ComputeKey).

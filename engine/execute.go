@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -288,7 +289,7 @@ func (r *runner) prepareAttempt(ctx context.Context, a *attemptRun) error {
 	// An adopted job is still writing the outputs: leave them be.
 	a.adopted = a.rj != nil && a.rj.Adopt != nil
 	if !a.adopted {
-		if err := e.prepareOutputs(p); err != nil {
+		if err := e.out.Prepare(p); err != nil {
 			return err
 		}
 	}
@@ -537,11 +538,11 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 			r.notCached(ph, changed)
 		}
 	}
-	out, err := e.collectOutputs(p, caching, acquire)
+	out, err := e.out.Collect(p, caching, acquire)
 	if err != nil {
 		return failed(err)
 	}
-	tree := out.tree
+	tree := out.Tree
 	if caching {
 		// The outputs are in place and hashed: the dependents need no
 		// more to start, and need not wait for the blobs' and the
@@ -550,7 +551,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 		// already running used outputs that are in place and correct.
 		r.release(p.Addr, tree)
 		acquire()
-		if err := commitAll(out.pend); err != nil {
+		if err := outputs.CommitAll(out.Pend); err != nil {
 			return failed(err)
 		}
 	}
@@ -595,41 +596,15 @@ func (r *runner) notCached(ph *phaseRun, changed []string) {
 		Message: fmt.Sprintf("phase %s: %s; its outputs stay in the workspace but are not cached, and the next run runs it again", addr, what)})
 }
 
-// store writes the phase's logs and action entry to the cache; the
-// outputs' blobs are already there (succeed committed them) or go inside
-// the entry, so the entry never references a missing blob.
-func (r *runner) store(ph *phaseRun, out *collected) error {
-	c := r.e.cache
-	tree := out.tree
-	outD, err := r.putLog(ph.stdout, ph.stdoutEmpty, &out.inline)
-	if err != nil {
-		return err
-	}
-	errD, err := r.putLog(ph.stderr, ph.stderrEmpty, &out.inline)
-	if err != nil {
-		return err
-	}
+// store writes the phase's logs and action entry to the cache (see
+// outputs.Keeper.Store).
+func (r *runner) store(ph *phaseRun, out *outputs.Collected) error {
 	host, who := r.hostUser()
-	format := cache.EntryFormat
-	if len(out.inline.blobs) > 0 {
-		format = cache.EntryFormatInline
-	}
-	for _, f := range tree {
-		if f.Temporary {
-			format = cache.EntryFormatTemp
-			break
-		}
-	}
 	entry := &cache.Entry{
-		Format:     format,
 		Key:        ph.d.key,
 		Phase:      ph.p.Addr,
 		Components: ph.d.components,
-		Outputs:    tree,
-		Inline:     out.inline.blobs,
 		ExitCode:   0,
-		Stdout:     outD,
-		Stderr:     errD,
 		Cost:       ph.spent.Cost,
 		Iterations: ph.spent.Iterations,
 		Metrics:    ph.metrics,
@@ -638,61 +613,10 @@ func (r *runner) store(ph *phaseRun, out *collected) error {
 		Host:       host,
 		User:       who,
 	}
+	logs := outputs.Logs{Stdout: ph.stdout, Stderr: ph.stderr, StdoutEmpty: ph.stdoutEmpty, StderrEmpty: ph.stderrEmpty}
 	// A forced run's result becomes the key's: a later plain run must not
 	// restore the result it was forced to replace.
-	put := c.PutEntry
-	if ph.d.forced {
-		put = c.ReplaceEntry
-	}
-	err = put(entry)
-	if errors.Is(err, cache.ErrNotFound) {
-		// A blob was evicted (cairn cache gc) between being stored and
-		// being referenced: store the outputs again, once.
-		for _, f := range tree {
-			if _, inline := entry.InlineData(f.Digest); f.Type != cache.TypeFile || f.Temporary || inline {
-				continue
-			}
-			d, _, perr := c.PutFile(r.e.ws.Abs(f.Path))
-			if perr != nil {
-				return perr
-			}
-			if d != f.Digest {
-				return fmt.Errorf("output %s changed after the phase ended", f.Path)
-			}
-		}
-		if _, err = r.putLog(ph.stdout, ph.stdoutEmpty, &out.inline); err == nil {
-			if _, err = r.putLog(ph.stderr, ph.stderrEmpty, &out.inline); err == nil {
-				err = put(entry)
-			}
-		}
-	}
-	if err == nil {
-		r.e.session.Put(entry.Key)
-	}
-	return err
-}
-
-// putLog stores a log of the phase's last attempt in the cache: inside
-// the entry (in inline) if it is small, else as a blob. One the command
-// wrote nothing to is the empty blob, not read again.
-func (r *runner) putLog(path string, empty bool, inline *inlineBlobs) (cache.Digest, error) {
-	if empty {
-		d := cache.HashBytes(nil)
-		if inline.add(d, nil) {
-			return d, nil
-		}
-		return r.e.cache.PutBytes(nil)
-	}
-	if fi, err := os.Stat(path); err == nil && fi.Size() <= cache.InlineMax {
-		if b, err := os.ReadFile(path); err == nil && len(b) <= cache.InlineMax {
-			d := cache.HashBytes(b)
-			if inline.add(d, b) {
-				return d, nil
-			}
-		}
-	}
-	d, _, err := r.e.cache.PutFile(path)
-	return d, err
+	return r.e.out.Store(entry, out, logs, ph.d.forced)
 }
 
 // hostUser returns this machine's name and the user's, for cache
@@ -815,7 +739,7 @@ func (r *runner) warnOnce(msg string) {
 // it), and returns those it removed; its logs and checkpoint directory
 // stay. An output it cannot remove is a warning.
 func (r *runner) removePartialOutputs(p *spec.Phase) []string {
-	removed, err := r.e.removeOutputs(p)
+	removed, err := r.e.out.Remove(p)
 	if err != nil {
 		r.e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: r.e.now(),
 			Message: fmt.Sprintf("phase %s: %v; remove it by hand before using it", p.Addr, err)})

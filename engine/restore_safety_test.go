@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -83,7 +84,7 @@ func TestPlantedEntryOutsideDeclaredOutputs(t *testing.T) {
 	replaceEntry(t, s.cache, e)
 	os.Remove(filepath.Join(s.dir, "out", "a.txt"))
 
-	_, err = Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st)
+	_, err = outputs.Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st)
 	if err == nil || !strings.Contains(err.Error(), `".git"`) {
 		t.Errorf("checkout of a planted entry: %v, want an error naming .git", err)
 	}
@@ -111,7 +112,7 @@ func TestPlantedEntryMissingOutput(t *testing.T) {
 	replaceEntry(t, s.cache, e)
 	p := filepath.Join(s.dir, "out", "a.txt")
 	os.WriteFile(p, []byte("mine\n"), 0o644)
-	if _, err := Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st); err == nil || !strings.Contains(err.Error(), `"out/a.txt"`) {
+	if _, err := outputs.Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st); err == nil || !strings.Contains(err.Error(), `"out/a.txt"`) {
 		t.Errorf("checkout: %v, want an error naming out/a.txt", err)
 	}
 	if b, _ := os.ReadFile(p); string(b) != "mine\n" {
@@ -134,7 +135,7 @@ func TestRestoreThroughWorkspaceSymlink(t *testing.T) {
 	if err := os.Symlink(outside, out); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st)
+	_, err := outputs.Checkout(workspace.Workspace{Root: s.dir}, tiered(s.cache), st)
 	if err == nil {
 		t.Error("checkout through a symlink leaving the workspace succeeded")
 	}

@@ -25,7 +25,7 @@ func TestHitInSessionBeforeRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var restored []string
-	testHookRestoring = func(e *Engine, o string) {
+	checkHit := func(e *Engine, o string) {
 		addr := strings.TrimSuffix(o, ".txt")
 		restored = append(restored, addr)
 		b, err := os.ReadFile(e.session.Path())
@@ -37,18 +37,24 @@ func TestHitInSessionBeforeRestore(t *testing.T) {
 			t.Errorf("restoring %s before its hit is in the session file:\n%s", o, b)
 		}
 	}
-	t.Cleanup(func() { testHookRestoring = nil })
+	run := func(opts RunOptions) {
+		e := s.engine(t)
+		e.out.BeforeRestore = func(o string) { checkHit(e, o) }
+		if _, err := e.Run(t.Context(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// A deleted output comes back from the cache.
 	if err := os.Remove(filepath.Join(s.dir, "b.txt")); err != nil {
 		t.Fatal(err)
 	}
-	s.run(t, RunOptions{})
+	run(RunOptions{})
 	// --only b needs a's output, missing: it is restored from the cache.
 	if err := os.Remove(filepath.Join(s.dir, "a.txt")); err != nil {
 		t.Fatal(err)
 	}
-	s.run(t, RunOptions{Request: runrec.Request{Gates: runrec.Gates{Only: []string{"b"}}}})
+	run(RunOptions{Request: runrec.Request{Gates: runrec.Gates{Only: []string{"b"}}}})
 	if diff := cmp.Diff([]string{"b", "a"}, restored); diff != "" {
 		t.Errorf("restored phases (-want +got):\n%s", diff)
 	}

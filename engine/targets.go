@@ -11,6 +11,7 @@ import (
 	"github.com/agext/levenshtein"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -208,7 +209,7 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 	missing := map[string][]string{}
 	for _, addr := range sel.outside {
 		p := e.spec.Phase(addr)
-		tree, absent, err := e.workspaceOutputs(p)
+		tree, absent, err := e.out.InWorkspace(p)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +250,7 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 			if d.entry != nil {
 				if restore {
 					for _, o := range d.restore {
-						if err := e.restoreOutput(o, treeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
+						if err := e.out.Restore(o, outputs.TreeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
 							return nil, err
 						}
 					}

@@ -118,7 +118,7 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 				up[u] = ud.entry.Outputs
 				continue
 			}
-			tree, _, err := e.workspaceOutputs(e.spec.Phase(u))
+			tree, _, err := e.out.InWorkspace(e.spec.Phase(u))
 			if err != nil {
 				return nil, err
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 	specmemo "github.com/cairn-run/cairn/spec/memo"
@@ -729,7 +730,7 @@ func newCheckoutCommand(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := engine.Checkout(ws, c, st)
+			res, err := outputs.Checkout(ws, c, st)
 			if err != nil {
 				return err
 			}

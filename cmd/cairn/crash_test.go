@@ -42,7 +42,7 @@ func hclList(s []string) string {
 	return "[" + strings.Join(q, ", ") + "]"
 }
 
-func outputs(t *testing.T, ws string) map[string]string {
+func outTexts(t *testing.T, ws string) map[string]string {
 	m := map[string]string{}
 	files, _ := filepath.Glob(filepath.Join(ws, "out", "*.txt"))
 	for _, f := range files {

@@ -75,7 +75,7 @@ func TestRemoteCacheServers(t *testing.T) {
 			if ran, cached, restored := ranCounts(t, out); ran != 0 || cached+restored != 10 {
 				t.Fatalf("second workspace with an empty cache ran %d (cached %d, restored %d), want everything from the remote\n%s", ran, cached, restored, out)
 			}
-			if diff := cmp.Diff(outputs(t, a), outputs(t, b)); diff != "" {
+			if diff := cmp.Diff(outTexts(t, a), outTexts(t, b)); diff != "" {
 				t.Fatalf("outputs from the remote differ (-a +b):\n%s", diff)
 			}
 			vcmd := exec.Command(bin, "cache", "verify")

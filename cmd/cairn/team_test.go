@@ -163,7 +163,7 @@ func TestTwoUsersShareCache(t *testing.T) {
 	if ran, cached, restored := ranCounts(t, as(bob, true, "run")); ran != 0 || cached+restored != 10 {
 		t.Fatalf("bob ran %d (cached %d, restored %d), want 0 ran: he should hit alice's entries", ran, cached, restored)
 	}
-	if diff := cmp.Diff(outputs(t, alice.ws), outputs(t, bob.ws)); diff != "" {
+	if diff := cmp.Diff(outTexts(t, alice.ws), outTexts(t, bob.ws)); diff != "" {
 		t.Fatalf("bob's outputs differ from alice's (-alice +bob):\n%s", diff)
 	}
 	// Bob adds new entries (round 1); Alice hits them.
@@ -323,12 +323,12 @@ func TestConcurrentRunsOneCache(t *testing.T) {
 			ran += n
 		}
 		totalRan += ran
-		want := outputs(t, wss[0])
+		want := outTexts(t, wss[0])
 		if len(want) != 10 {
 			t.Fatalf("round %d: %d outputs, want 10", r, len(want))
 		}
 		for i := 1; i < k; i++ {
-			if diff := cmp.Diff(want, outputs(t, wss[i])); diff != "" {
+			if diff := cmp.Diff(want, outTexts(t, wss[i])); diff != "" {
 				t.Fatalf("round %d: workspace %d differs from workspace 0:\n%s", r, i, diff)
 			}
 		}

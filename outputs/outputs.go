@@ -1,6 +1,7 @@
-package engine
+package outputs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,11 +10,41 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/upkeep"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
+
+// Keeper moves the outputs of the phases of one workspace in and out of
+// one cache.
+type Keeper struct {
+	WS    *workspace.Workspace
+	Cache *remote.Tiered
+	// Mem holds the digests of the files hashed, so that an output
+	// unchanged since is not read again.
+	Mem *memories.Memory
+	Now func() time.Time
+	// Session returns the cache usage session whose waiting lines a
+	// restore writes first; it may return nil.
+	Session func() *upkeep.Session
+	// Ctx returns what hashing and restoring stop on; nil means never.
+	Ctx func() context.Context
+	// BeforeRestore, if set, is called when Restore is about to read the
+	// blobs of output o, after the session's lines are written.
+	BeforeRestore func(o string)
+}
+
+func (k *Keeper) ctx() context.Context {
+	if k.Ctx == nil {
+		return context.Background()
+	}
+	return k.Ctx()
+}
 
 // MissingOutputsError says a phase exited 0 without producing declared
 // outputs.
@@ -43,36 +74,36 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// prepareOutputs removes a phase's stale declared outputs and creates
+// Prepare removes a phase's stale declared outputs and creates
 // their parent directories, as ninja and Bazel do before running an action.
-// It works through an os.Root on the workspace, as restoreOutput does: a
+// It works through an os.Root on the workspace, as Restore does: a
 // parent that is a symlink leading outside the workspace fails the phase
 // (see outsideParent) rather than have cairn delete or write there.
-func (e *Engine) prepareOutputs(p *spec.Phase) error {
-	root, err := os.OpenRoot(e.ws.Root)
+func (k *Keeper) Prepare(p *spec.Phase) error {
+	root, err := os.OpenRoot(k.WS.Root)
 	if err != nil {
-		return fmt.Errorf("open workspace %s: %w", e.ws.Root, err)
+		return fmt.Errorf("open workspace %s: %w", k.WS.Root, err)
 	}
 	defer root.Close()
 	for _, o := range p.Outputs {
 		name := filepath.FromSlash(o.Path)
 		if err := root.RemoveAll(name); err != nil {
-			return e.outputPathError("remove stale output", o.Path, err)
+			return k.pathError("remove stale output", o.Path, err)
 		}
 		if dir := filepath.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {
-				return e.outputPathError("create directory for output", o.Path, err)
+				return k.pathError("create directory for output", o.Path, err)
 			}
 		}
 	}
 	return nil
 }
 
-// outputPathError explains a failure to remove, create or restore output o
+// pathError explains a failure to remove, create or restore output o
 // (what says which): when a parent directory of o is a symlink leading
 // outside the workspace, it says so and what to do.
-func (e *Engine) outputPathError(what, o string, err error) error {
-	if link, target, ok := e.outsideParent(o); ok {
+func (k *Keeper) pathError(what, o string, err error) error {
+	if link, target, ok := k.outsideParent(o); ok {
 		return fmt.Errorf("%s %s: its parent %q is a symlink to %q, outside the workspace; cairn neither deletes nor writes through it: replace the symlink with a directory, or declare the output elsewhere", what, o, link, target)
 	}
 	return fmt.Errorf("%s %s: %w", what, o, err)
@@ -81,8 +112,8 @@ func (e *Engine) outputPathError(what, o string, err error) error {
 // outsideParent returns the first parent directory of output o (a
 // workspace path) that is a symlink resolving outside the workspace, and
 // its target.
-func (e *Engine) outsideParent(o string) (link, target string, ok bool) {
-	root, err := filepath.EvalSymlinks(e.ws.Root)
+func (k *Keeper) outsideParent(o string) (link, target string, ok bool) {
+	root, err := filepath.EvalSymlinks(k.WS.Root)
 	if err != nil {
 		return "", "", false
 	}
@@ -91,7 +122,7 @@ func (e *Engine) outsideParent(o string) (link, target string, ok bool) {
 		parts = append(parts, d)
 	}
 	for i := len(parts) - 1; i >= 0; i-- {
-		abs := e.ws.Abs(parts[i])
+		abs := k.WS.Abs(parts[i])
 		fi, err := os.Lstat(abs)
 		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
 			continue
@@ -112,19 +143,19 @@ func (e *Engine) outsideParent(o string) (link, target string, ok bool) {
 	return "", "", false
 }
 
-// collectOutputs returns the tree of the declared outputs of a phase that
+// Collect returns the tree of the declared outputs of a phase that
 // just succeeded and, when its result is to be cached (caching), their content
 // staged for the cache: small files inline, for the entry itself (see
 // cache.InlineMax), the others as blobs the caller commits (after it may
 // have let the phase's dependents start). Symlinks must point inside the
 // workspace, followed through each other as the kernel would. beforeTemp
 // is called before a staged output needs a temp file in the cache.
-func (e *Engine) collectOutputs(p *spec.Phase, caching bool, beforeTemp func()) (*collected, error) {
+func (k *Keeper) Collect(p *spec.Phase, caching bool, beforeTemp func()) (*Collected, error) {
 	var st *staging
 	if caching {
 		st = &staging{beforeTemp: beforeTemp}
 	}
-	tree, missing, err := e.walkOutputs(p, st)
+	tree, missing, err := k.walk(p, st)
 	if err == nil && len(missing) > 0 {
 		err = &MissingOutputsError{Phase: p.Addr, Paths: missing}
 	}
@@ -141,32 +172,32 @@ func (e *Engine) collectOutputs(p *spec.Phase, caching bool, beforeTemp func()) 
 		}
 		return nil, err
 	}
-	c := &collected{tree: tree}
+	c := &Collected{Tree: tree}
 	if st != nil {
-		c.pend, c.inline = st.pend, st.inline
+		c.Pend, c.Inline = st.pend, st.inline
 	}
 	return c, nil
 }
 
-// collected is a succeeded phase's output tree and its content for the
+// Collected is a succeeded phase's output tree and its content for the
 // cache.
-type collected struct {
-	tree   []cache.OutputFile
-	pend   []*cache.PendingBlob // blobs to commit to cas/
-	inline inlineBlobs          // blobs to store in the entry
+type Collected struct {
+	Tree   []cache.OutputFile
+	Pend   []*cache.PendingBlob // blobs to commit to cas/
+	Inline InlineBlobs          // blobs to store in the entry
 }
 
-// inlineBlobs gathers the blobs an entry stores inline, each once, up to
+// InlineBlobs gathers the blobs an entry stores inline, each once, up to
 // cache.InlineTotalMax bytes in all.
-type inlineBlobs struct {
-	blobs []cache.InlineBlob
+type InlineBlobs struct {
+	Blobs []cache.InlineBlob
 	bytes int
 }
 
-// add takes data (whose digest is d) inline if it is small enough and
+// Add takes data (whose digest is d) inline if it is small enough and
 // fits in what is left, and reports whether the entry now holds d.
-func (in *inlineBlobs) add(d cache.Digest, data []byte) bool {
-	for _, b := range in.blobs {
+func (in *InlineBlobs) Add(d cache.Digest, data []byte) bool {
+	for _, b := range in.Blobs {
 		if b.Digest == d {
 			return true
 		}
@@ -177,14 +208,14 @@ func (in *inlineBlobs) add(d cache.Digest, data []byte) bool {
 	if data == nil {
 		data = []byte{} // "" in JSON, not null
 	}
-	in.blobs = append(in.blobs, cache.InlineBlob{Digest: d, Data: data})
+	in.Blobs = append(in.Blobs, cache.InlineBlob{Digest: d, Data: data})
 	in.bytes += len(data)
 	return true
 }
 
-// commitAll makes staged blobs durable, and drops the rest after a
+// CommitAll makes staged blobs durable, and drops the rest after a
 // failure.
-func commitAll(pend []*cache.PendingBlob) error {
+func CommitAll(pend []*cache.PendingBlob) error {
 	for i, b := range pend {
 		if err := b.Commit(); err != nil {
 			discardAll(pend[i+1:])
@@ -200,22 +231,22 @@ func discardAll(pend []*cache.PendingBlob) {
 	}
 }
 
-// workspaceOutputs returns the tree of p's outputs as the workspace holds
+// InWorkspace returns the tree of p's outputs as the workspace holds
 // them, storing nothing, and the declared outputs that are absent.
-func (e *Engine) workspaceOutputs(p *spec.Phase) ([]cache.OutputFile, []string, error) {
-	return e.walkOutputs(p, nil)
+func (k *Keeper) InWorkspace(p *spec.Phase) ([]cache.OutputFile, []string, error) {
+	return k.walk(p, nil)
 }
 
 // staging collects the outputs staged for the cache.
 type staging struct {
 	pend       []*cache.PendingBlob
-	inline     inlineBlobs
+	inline     InlineBlobs
 	beforeTemp func()
 }
 
-// walkOutputs builds the tree of p's declared outputs, staging every file
+// walk builds the tree of p's declared outputs, staging every file
 // for the cache when store is not nil and only hashing it otherwise.
-func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
+func (k *Keeper) walk(p *spec.Phase, store *staging) ([]cache.OutputFile, []string, error) {
 	var missing []string
 	var tree []cache.OutputFile
 	outer := store
@@ -227,7 +258,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 		if temp {
 			store = nil
 		}
-		abs := e.ws.Abs(o.Path)
+		abs := k.WS.Abs(o.Path)
 		fi, err := os.Lstat(abs)
 		if errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, o.Path)
@@ -237,7 +268,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			return nil, nil, fmt.Errorf("phase %s: output %s: %w", p.Addr, o.Path, err)
 		}
 		if !fi.IsDir() {
-			f, err := e.storeEntry(p, o.Path, abs, fi, store)
+			f, err := k.storeEntry(p, o.Path, abs, fi, store)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -253,7 +284,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 			if err != nil {
 				return err
 			}
-			f, err := e.storeEntry(p, workspace.JoinRel(o.Path, abs, pth), pth, fi, store)
+			f, err := k.storeEntry(p, workspace.JoinRel(o.Path, abs, pth), pth, fi, store)
 			if err != nil {
 				return err
 			}
@@ -271,7 +302,7 @@ func (e *Engine) walkOutputs(p *spec.Phase, store *staging) ([]cache.OutputFile,
 
 // storeEntry describes one file, directory or symlink of an output tree,
 // staging a file's content when store is not nil.
-func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store *staging) (cache.OutputFile, error) {
+func (k *Keeper) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, store *staging) (cache.OutputFile, error) {
 	mode := uint32(fi.Mode().Perm())
 	switch {
 	case fi.IsDir():
@@ -288,15 +319,15 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 		return cache.OutputFile{Path: rel, Type: "symlink", Mode: 0o777, Target: filepath.ToSlash(target)}, nil
 	case fi.Mode().IsRegular():
 		st := workspace.StatOf(fi)
-		hashedAt := e.now()
+		hashedAt := k.Now()
 		var d cache.Digest
 		var size int64
 		var err error
 		if store != nil {
 			var b *cache.PendingBlob
-			if b, err = e.cache.StageFile(abs, store.beforeTemp); err == nil {
+			if b, err = k.Cache.StageFile(abs, store.beforeTemp); err == nil {
 				d, size = b.Digest, b.Size
-				if data, ok := b.Inline(); ok && store.inline.add(d, data) {
+				if data, ok := b.Inline(); ok && store.inline.Add(d, data) {
 					b.Discard()
 				} else {
 					store.pend = append(store.pend, b)
@@ -304,7 +335,7 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 			}
 		} else {
 			var dfi fs.FileInfo
-			d, dfi, err = e.mem.Digest(rel, abs)
+			d, dfi, err = k.Mem.Digest(rel, abs)
 			if err == nil {
 				size = dfi.Size()
 			}
@@ -313,7 +344,7 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 			return cache.OutputFile{}, fmt.Errorf("store output %s: %w", rel, err)
 		}
 		if fi2, err := os.Lstat(abs); err == nil && workspace.StatOf(fi2) == st {
-			e.mem.Record(rel, st, d, hashedAt)
+			k.Mem.Record(rel, st, d, hashedAt)
 		}
 		// The mtime goes with the file (a restore gives it back), never
 		// into a key: that is built from digests and modes only.
@@ -323,8 +354,8 @@ func (e *Engine) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 	}
 }
 
-// treeOf returns the entries of tree that belong to the declared output o.
-func treeOf(tree []cache.OutputFile, o string) []cache.OutputFile {
+// TreeOf returns the entries of tree that belong to the declared output o.
+func TreeOf(tree []cache.OutputFile, o string) []cache.OutputFile {
 	var out []cache.OutputFile
 	for _, f := range tree {
 		if f.Path == o || strings.HasPrefix(f.Path, o+"/") {
@@ -334,14 +365,14 @@ func treeOf(tree []cache.OutputFile, o string) []cache.OutputFile {
 	return out
 }
 
-// outputMatches reports whether the workspace holds exactly the part of a
+// Matches reports whether the workspace holds exactly the part of a
 // cached tree that belongs to output o.
-func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
+func (k *Keeper) Matches(o string, part []cache.OutputFile) bool {
 	if len(part) == 0 {
 		return false
 	}
 	for _, f := range part {
-		abs := e.ws.Abs(f.Path)
+		abs := k.WS.Abs(f.Path)
 		switch f.Type {
 		case "dir":
 			fi, err := os.Lstat(abs)
@@ -356,12 +387,12 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 		default:
 			// Stat'ed from the workspace's open directory, as inputs are
 			// (a no-op run checks every phase's outputs).
-			st, err := e.ws.LstatRel(f.Path)
+			st, err := k.WS.LstatRel(f.Path)
 			if err != nil || !st.Mode.IsRegular() || st.Size != f.Size || uint32(st.Mode.Perm())&0o111 != f.Mode&0o111 {
 				return false
 			}
 			// A regular file's lstat is its stat: reuse it.
-			d, err := e.mem.DigestOf(e.workCtx(), f.Path, abs, st)
+			d, err := k.Mem.DigestOf(k.ctx(), f.Path, abs, st)
 			if err != nil || d != f.Digest {
 				return false
 			}
@@ -370,7 +401,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 	// A directory output must hold nothing beyond the cached tree.
 	if part[0].Type == "dir" {
 		n := 0
-		err := filepath.WalkDir(e.ws.Abs(o), func(string, fs.DirEntry, error) error { n++; return nil })
+		err := filepath.WalkDir(k.WS.Abs(o), func(string, fs.DirEntry, error) error { n++; return nil })
 		if err != nil || n != len(part) {
 			return false
 		}
@@ -378,7 +409,7 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 	return true
 }
 
-// restoreOutput replaces the workspace copy of output o with the cached
+// Restore replaces the workspace copy of output o with the cached
 // tree part, verifying every blob as it is written. Everything goes
 // through an os.Root on the workspace, so a symlink in the workspace (one
 // there before, or one swapped in while restoring) that leads outside it
@@ -387,37 +418,35 @@ func (e *Engine) outputMatches(o string, part []cache.OutputFile) bool {
 // It first writes the session's waiting lines: a GC must see the hit of
 // the entry before the restore reads its blobs (cache/FORMAT.md, "Usage
 // sessions"), whichever path (a run, --only's outside phases) restores.
-func (e *Engine) restoreOutput(o string, part []cache.OutputFile, inline []cache.InlineBlob) error {
-	e.session.Flush()
-	if testHookRestoring != nil {
-		testHookRestoring(e, o)
+func (k *Keeper) Restore(o string, part []cache.OutputFile, inline []cache.InlineBlob) error {
+	if k.Session != nil {
+		k.Session().Flush()
 	}
-	root, err := os.OpenRoot(e.ws.Root)
+	if k.BeforeRestore != nil {
+		k.BeforeRestore(o)
+	}
+	root, err := os.OpenRoot(k.WS.Root)
 	if err != nil {
 		return fmt.Errorf("restore %s: %w", o, err)
 	}
 	defer root.Close()
 	if err := root.RemoveAll(filepath.FromSlash(o)); err != nil {
-		return e.outputPathError("restore", o, err)
+		return k.pathError("restore", o, err)
 	}
-	if err := e.cache.RestoreTree(e.workCtx(), root, part, inline); err != nil {
-		return e.outputPathError("restore", o, err)
+	if err := k.Cache.RestoreTree(k.ctx(), root, part, inline); err != nil {
+		return k.pathError("restore", o, err)
 	}
 	return nil
 }
 
-// testHookRestoring, set by tests only, is called when restoreOutput is
-// about to read the blobs of output o.
-var testHookRestoring func(e *Engine, o string)
-
-// treeProblem says what is wrong with entry's output tree, or returns "":
+// TreeProblem says what is wrong with entry's output tree, or returns "":
 // every path must lie inside an output its key declares, and every
 // declared output must be there. cairn never stores anything else; a
 // planted entry could, to make a restore write elsewhere in the workspace
 // (.git/hooks, the spec) or delete an output and put nothing back, so such
 // an entry is refused whole.
-func treeProblem(entry *cache.Entry) string {
-	declared := declaredOutputs(entry)
+func TreeProblem(entry *cache.Entry) string {
+	declared := Declared(entry)
 	for _, f := range entry.Outputs {
 		inside := false
 		for _, o := range declared {
@@ -431,18 +460,18 @@ func treeProblem(entry *cache.Entry) string {
 		}
 	}
 	for _, o := range declared {
-		if len(treeOf(entry.Outputs, o)) == 0 {
+		if len(TreeOf(entry.Outputs, o)) == 0 {
 			return fmt.Sprintf("lacks the declared output %q", o)
 		}
 	}
 	return ""
 }
 
-// declaredOutputs returns the outputs entry's key declares.
-func declaredOutputs(entry *cache.Entry) []string {
+// Declared returns the outputs entry's key declares.
+func Declared(entry *cache.Entry) []string {
 	var out []string
 	for _, c := range entry.Components {
-		if c.Kind == kindOutput {
+		if c.Kind == cache.KindOutput {
 			out = append(out, c.Value)
 		}
 	}
@@ -450,16 +479,16 @@ func declaredOutputs(entry *cache.Entry) []string {
 	return out
 }
 
-// removeOutputs removes p's declared outputs that exist and returns them.
+// Remove removes p's declared outputs that exist and returns them.
 // Everything goes through an os.Root on the workspace: an output reached
 // through a symlink that leads outside (a directory linked to a scratch
 // disk) is left where it is and named in the error, as is one that cannot
 // be removed.
-func (e *Engine) removeOutputs(p *spec.Phase) ([]string, error) {
+func (k *Keeper) Remove(p *spec.Phase) ([]string, error) {
 	if len(p.Outputs) == 0 {
 		return nil, nil
 	}
-	root, err := os.OpenRoot(e.ws.Root)
+	root, err := os.OpenRoot(k.WS.Root)
 	if err != nil {
 		return nil, fmt.Errorf("remove partial outputs: %w", err)
 	}
@@ -481,4 +510,10 @@ func (e *Engine) removeOutputs(p *spec.Phase) ([]string, error) {
 		removed = append(removed, o.Path)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Temporary reports whether part, an output's tree in an entry, is a
+// temporary output's: recorded, not stored.
+func Temporary(part []cache.OutputFile) bool {
+	return len(part) > 0 && part[0].Temporary
 }

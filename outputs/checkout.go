@@ -1,4 +1,4 @@
-package engine
+package outputs
 
 import (
 	"fmt"
@@ -29,8 +29,8 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 		return nil, err
 	}
 	defer lock.Unlock()
-	e := &Engine{ws: ws, cache: c, now: time.Now}
-	e.mem = memories.LoadMemory(filepath.Join(ws.StateDir(), "digests"))
+	mem := memories.LoadMemory(filepath.Join(ws.StateDir(), "digests"))
+	out := &Keeper{WS: &ws, Cache: c, Mem: mem, Now: time.Now}
 	res := &CheckoutResult{}
 	addrs := make([]string, 0, len(st.Phases))
 	for a := range st.Phases {
@@ -53,18 +53,18 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 			res.NotCached = append(res.NotCached, addr)
 			continue
 		}
-		if problem := treeProblem(entry); problem != "" {
+		if problem := TreeProblem(entry); problem != "" {
 			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
 		}
 		restored := false
-		for _, o := range declaredOutputs(entry) {
-			part := treeOf(entry.Outputs, o)
+		for _, o := range Declared(entry) {
+			part := TreeOf(entry.Outputs, o)
 			// A temporary output is not in the cache: the run removed
 			// it once the phases reading it were done.
-			if isTemporary(part) || e.outputMatches(o, part) {
+			if Temporary(part) || out.Matches(o, part) {
 				continue
 			}
-			if err := e.restoreOutput(o, part, entry.Inline); err != nil {
+			if err := out.Restore(o, part, entry.Inline); err != nil {
 				return res, fmt.Errorf("phase %s: %w", addr, err)
 			}
 			restored = true
@@ -75,7 +75,7 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 			res.UpToDate++
 		}
 	}
-	if err := e.mem.Save(); err != nil {
+	if err := mem.Save(); err != nil {
 		return res, err
 	}
 	return res, nil
