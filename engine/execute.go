@@ -658,16 +658,36 @@ func (r *runner) paramsFile(p *spec.Phase) (string, error) {
 	return filepath.Join(r.runDir, "params", name), nil
 }
 
-// environment builds a phase's clean environment: a minimal passthrough,
-// declared env, pass_env and secret_env from the caller, and CAIRN_*
-// variables. It returns the secret values for masking.
+// environment builds a phase's clean environment for a run (see
+// phaseEnv).
 func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string, []string, error) {
-	e := r.e
-	p := ph.p
+	paramsPath, err := r.paramsFile(ph.p)
+	if err != nil {
+		return nil, nil, err
+	}
+	env, secrets := phaseEnv(ph.p, r.binDir, cairnVars{
+		RunID: r.runID, Job: marker, Attempt: attempt, Workspace: r.e.ws.Root, Params: paramsPath,
+		Report: ph.reportPath, Checkpoint: ph.ckpt, Cache: r.e.cache.Root(),
+	})
+	return env, secrets, nil
+}
+
+// cairnVars are the paths and names a phase's CAIRN_* variables carry.
+type cairnVars struct {
+	RunID, Job                                   string
+	Attempt                                      int
+	Workspace, Params, Report, Checkpoint, Cache string
+}
+
+// phaseEnv builds a phase's clean environment: a minimal passthrough (with
+// binDir, where cairn itself is, first on PATH), declared env, pass_env
+// and secret_env from the caller, and CAIRN_* variables. It returns the
+// secret values for masking.
+func phaseEnv(p *spec.Phase, binDir string, v cairnVars) ([]string, []string) {
 	var env []string
 	path := os.Getenv("PATH")
-	if r.binDir != "" {
-		path = r.binDir + string(os.PathListSeparator) + path
+	if binDir != "" {
+		path = binDir + string(os.PathListSeparator) + path
 	}
 	env = append(env, "PATH="+path)
 	for _, k := range []string{"HOME", "USER", "LOGNAME", "TMPDIR"} {
@@ -690,20 +710,16 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 	for k, v := range p.Env {
 		env = append(env, k+"="+v)
 	}
-	paramsPath, err := r.paramsFile(p)
-	if err != nil {
-		return nil, nil, err
-	}
 	env = append(env,
 		"CAIRN_PHASE="+p.Addr,
-		"CAIRN_RUN_ID="+r.runID,
-		"CAIRN_JOB="+marker,
-		"CAIRN_ATTEMPT="+strconv.Itoa(attempt),
-		"CAIRN_WORKSPACE="+e.ws.Root,
-		"CAIRN_PARAMS="+paramsPath,
-		"CAIRN_REPORT="+ph.reportPath,
-		"CAIRN_CHECKPOINT_DIR="+ph.ckpt,
-		"CAIRN_CACHE_DIR="+e.cache.Root(),
+		"CAIRN_RUN_ID="+v.RunID,
+		"CAIRN_JOB="+v.Job,
+		"CAIRN_ATTEMPT="+strconv.Itoa(v.Attempt),
+		"CAIRN_WORKSPACE="+v.Workspace,
+		"CAIRN_PARAMS="+v.Params,
+		"CAIRN_REPORT="+v.Report,
+		"CAIRN_CHECKPOINT_DIR="+v.Checkpoint,
+		"CAIRN_CACHE_DIR="+v.Cache,
 	)
 	if len(p.SecretEnv) > 0 {
 		// Names only, so that cairn memo can refuse to hash a secret.
@@ -723,7 +739,7 @@ func (r *runner) environment(ph *phaseRun, attempt int, marker string) ([]string
 	for k, n := range p.Resources {
 		env = append(env, "CAIRN_RESOURCE_"+envName(k)+"="+strconv.Itoa(n))
 	}
-	return env, secrets, nil
+	return env, secrets
 }
 
 // warnOnce reports a warning about how a job ran, once per run.
