@@ -211,6 +211,7 @@ func newRootCommand(g *globals) *cobra.Command {
 		runCmd,
 		planCmd,
 		newWhyCommand(g),
+		newVerifyCommand(g),
 		newGraphCommand(g),
 		newValidateCommand(g),
 		newResumeCommand(g),
