@@ -140,6 +140,9 @@ func verifyAnnounce(plan *engine.VerifyPlan, opts engine.VerifyOptions) string {
 	fmt.Fprintf(&b, "; recorded cost %s, recorded time %s", runrec.FormatCost(plan.Cost), time.Duration(plan.DurationMS)*time.Millisecond)
 	if opts.MaxCost != nil {
 		fmt.Fprintf(&b, "; run budget max_cost %s", runrec.FormatCost(*opts.MaxCost))
+		if plan.Cost > *opts.MaxCost {
+			b.WriteString(", which stops the reruns before the last ones")
+		}
 	}
 	return b.String()
 }
