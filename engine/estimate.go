@@ -87,6 +87,8 @@ type sample struct {
 type estimator struct {
 	e       *Engine
 	history map[string][]sample // by address, newest first
+	// noEntries leaves the cache's entries out (see runEstimates).
+	noEntries bool
 }
 
 // newEstimator reads the newest run records of the workspace for the
@@ -130,6 +132,9 @@ func (es *estimator) own(addr string, extra *cache.Entry) []sample {
 		}
 	}
 	add(extra)
+	if es.noEntries {
+		return s
+	}
 	if key, ok := es.e.lastKeys.Get(addr); ok && !seen(key.String()) {
 		add(es.entry(key))
 	}
@@ -163,7 +168,7 @@ func (es *estimator) siblings(addr string) []sample {
 			s = append(s, es.history[sib]...)
 		}
 	}
-	if len(s) > 0 {
+	if len(s) > 0 || es.noEntries {
 		return s
 	}
 	read := 0
@@ -333,4 +338,52 @@ func (e *Engine) estimatePlan(res *PlanResult) {
 	}
 	res.Estimate = e.estimateTotal(addrs, ests, e.jobs(0))
 	res.Warnings = e.estimateWarnings(addrs, ests, res.Estimate, 0)
+}
+
+// runEstimates estimates, when the run's first command is about to
+// start, the phases of the run not settled yet, assuming they all run,
+// and reports them (EventEstimate) with the budget warnings: a run that
+// finds everything cached never reads its history. Only the run records
+// are read for them (a sweep's thousands of entries would hold the first
+// command up); a phase's cache entries are read when it starts
+// (startEstimate).
+func (r *runner) runEstimates() {
+	r.estOnce.Do(func() {
+		e := r.e
+		order, err := e.spec.Graph.TopoOrder()
+		if err != nil {
+			return
+		}
+		var left []string
+		r.mu.Lock()
+		for _, addr := range order {
+			if _, done := r.trees[addr]; r.sel.has(addr) && !done {
+				left = append(left, addr)
+			}
+		}
+		spent := r.ledger.Cost
+		r.mu.Unlock()
+		r.est = e.newEstimator(left)
+		r.est.noEntries = true
+		ests := make(map[string]*Estimate, len(left))
+		for _, addr := range left {
+			ests[addr] = r.est.estimate(addr, nil)
+		}
+		r.est.noEntries = false
+		total := e.estimateTotal(left, ests, e.jobs(r.opts.Jobs))
+		e.rep.Report(Event{Kind: EventEstimate, Estimates: ests, Total: total, Time: e.now()})
+		for _, w := range e.estimateWarnings(left, ests, total, spent) {
+			e.rep.Report(Event{Kind: EventWarning, Message: "estimate: " + w, Time: e.now()})
+		}
+	})
+}
+
+// startEstimate is the estimate of a phase whose command starts, its
+// cache entries included.
+func (r *runner) startEstimate(addr string, d *Decision) *Estimate {
+	r.runEstimates()
+	if r.est == nil {
+		return nil
+	}
+	return r.est.estimate(addr, d.entry)
 }

@@ -54,3 +54,49 @@ func EstimateLine(t *engine.EstimateTotal) string {
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// eta is the bar's estimate of the time left, "eta ~1m20s" ("eta
+// ≥1m20s" when some phase left has no estimate), or "" before the run
+// reported its estimates. Every phase not finished is assumed to run
+// (phases found cached later end it sooner): the remaining time of each is
+// its estimate, less its elapsed time while it runs; the run's is the
+// longer of the longest of the running phases' and their sum spread over
+// the job slots.
+func (v *termView) eta() string {
+	if v.ests == nil {
+		return ""
+	}
+	now := v.now()
+	var sum, longest time.Duration
+	unknown := 0
+	running := map[string]bool{}
+	for _, lp := range v.running {
+		running[lp.name] = true
+		est := v.ests[lp.name]
+		if !est.Known() {
+			unknown++
+			continue
+		}
+		left := max(ms(est.DurationMS.Est)-now.Sub(lp.started), 0)
+		sum += left
+		longest = max(longest, left)
+	}
+	for _, name := range v.phases {
+		if running[name] || v.rows[name] != nil {
+			continue
+		}
+		if est := v.ests[name]; est.Known() {
+			sum += ms(est.DurationMS.Est)
+		} else if est != nil {
+			unknown++
+		}
+	}
+	left := sum
+	if v.jobs > 0 {
+		left = max(longest, sum/time.Duration(v.jobs))
+	}
+	if unknown > 0 {
+		return "eta ≥" + FormatDuration(left)
+	}
+	return "eta ~" + FormatDuration(left)
+}
