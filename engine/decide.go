@@ -30,6 +30,9 @@ type Decision struct {
 	// Key is empty when it cannot be known yet (an upstream phase must run
 	// first).
 	Key string `json:"key,omitempty"`
+	// Estimate is a phase to run's expected duration and spending, when
+	// the plan was asked for estimates (PlanOptions.Estimate).
+	Estimate *Estimate `json:"estimate,omitempty"`
 
 	key        cache.ActionID
 	components []cache.Component

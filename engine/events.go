@@ -35,6 +35,10 @@ const (
 	// EventRemoved: a temporary output of the phase (Message, its path)
 	// was removed, every phase of the run reading it having succeeded.
 	EventRemoved
+	// EventEstimate: the run's first command is about to start;
+	// Estimates holds the estimate of each phase not settled yet (each
+	// assumed to run) and Total their sum.
+	EventEstimate
 )
 
 // Event is one progress report.
@@ -49,7 +53,12 @@ type Event struct {
 	Attempt  int          // for EventStart and EventRetry
 	Spend    runrec.Spend // the phase's spending so far (EventSpend, EventDone)
 	Phases   []string     // for EventBegin
-	Time     time.Time
+	// Estimate is the phase's (EventStart); Estimates and Total the
+	// run's (EventEstimate).
+	Estimate  *Estimate
+	Estimates map[string]*Estimate
+	Total     *EstimateTotal
+	Time      time.Time
 }
 
 // Reporter receives progress. Implementations must be safe for concurrent

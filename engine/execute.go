@@ -391,7 +391,8 @@ func (r *runner) attemptStarted(a *attemptRun) time.Time {
 		ps.Stdout = e.ws.Rel(a.stdoutPath)
 		ps.Stderr = a.relErr
 	})
-	e.rep.Report(Event{Kind: EventStart, Phase: a.ph.p.Addr, Reasons: a.ph.d.Reasons, Attempt: a.attempt, Time: startT})
+	est := r.startEstimate(a.ph.p.Addr, a.ph.d)
+	e.rep.Report(Event{Kind: EventStart, Phase: a.ph.p.Addr, Reasons: a.ph.d.Reasons, Attempt: a.attempt, Estimate: est, Time: startT})
 	return start
 }
 

@@ -14,12 +14,20 @@ type PlanResult struct {
 	Run       int         `json:"run"`
 	Cached    int         `json:"cached"`
 	Restore   int         `json:"restore"`
+	// Estimate totals the estimates of the phases to run, and Warnings
+	// says where they exceed a budget (with PlanOptions.Estimate).
+	Estimate *EstimateTotal `json:"estimate,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // PlanOptions select what to plan, as RunOptions do.
 type PlanOptions struct {
 	Targets []string
 	runrec.Gates
+	// Estimate gives each phase to run its estimate (Decision.Estimate),
+	// from the recorded history: it reads the newest run records and
+	// cache entries, so it is asked for, not the default.
+	Estimate bool
 }
 
 // Plan decides, without running or restoring anything, what a run with the
@@ -30,7 +38,12 @@ func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return e.plan(sel)
+	res, err := e.plan(sel)
+	if err != nil || !opts.Estimate {
+		return res, err
+	}
+	e.estimatePlan(res)
+	return res, nil
 }
 
 // plan is Plan for a resolved selection.

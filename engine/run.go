@@ -617,6 +617,11 @@ type runner struct {
 	prevJobs  map[string]*runrec.PhaseState
 	cancelRun context.CancelFunc
 
+	// estOnce and est: the history the estimates of the run's phases
+	// come from, read when its first command starts (runEstimates).
+	estOnce sync.Once
+	est     *estimator
+
 	// temps tracks temporary outputs (see temporary.go); under mu.
 	temps *tempRun
 	// cancelWork ends cairn's own steps (see Run's work context).

@@ -13,24 +13,49 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 )
 
 type planOptions struct {
 	gateFlags
-	JSON bool
+	JSON        bool
+	NoEstimates bool
 }
 
 func (o *planOptions) AddFlags(f *pflag.FlagSet) {
 	o.gateFlags.AddFlags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the plan as JSON")
+	f.BoolVar(&o.NoEstimates, "no-estimates", false, "leave out the estimates (and the reading of past runs they need)")
 }
+
+// planLong is plan's help: what its columns mean.
+const planLong = `Show what a run would do for each phase, and why, without running anything.
+
+Each line is: the action (run, cached, restore), the phase, and for a
+phase that will run its estimate, then the reasons:
+
+  run  train["m1"]  ~1.2s  cost 0.3  40 it  param rounds 20 → 40
+
+  ~1.2s    expected duration: the median of the phase's recorded results
+           (this workspace's newest runs and the cache's entries under its
+           earlier keys, a teammate's included); marked * when borrowed
+           from the other instances of its for_each; "unknown" without any
+  cost     expected cost reported through $CAIRN_REPORT (when it reported any)
+  it       expected iterations (when it reported any)
+
+After the counts, a line totals the estimates with their range (the sums of
+the fastest and slowest results), and a warning says when the estimate
+exceeds the run's budget { max_cost } or a phase's max_cost, max_iterations
+or timeout. --json carries the same figures ("estimate" per phase and in
+total, "warnings").`
 
 func newPlanCommand(g *globals) *cobra.Command {
 	var opts planOptions
 	cmd := &cobra.Command{
 		Use:   "plan [PHASE...]",
 		Short: "Show what a run would do for each phase, and why, without running anything",
+		Long:  planLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(g, opts, args, cmd.OutOrStdout())
 		},
@@ -45,7 +70,7 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
-	plan, err := eng.Plan(engine.PlanOptions{Targets: targets, Gates: opts.gates()})
+	plan, err := eng.Plan(engine.PlanOptions{Targets: targets, Gates: opts.gates(), Estimate: !opts.NoEstimates})
 	if err != nil {
 		return err
 	}
@@ -77,6 +102,20 @@ func writePlan(w io.Writer, plan *engine.PlanResult) {
 		pw = max(pw, utf8.RuneCountInString(d.Phase))
 	}
 	aw, pw = aw+2, pw+2
+	cells := planEstimateCells(plan)
+	var ew []int
+	if len(cells) > 0 {
+		ew = make([]int, len(cells[0]))
+		for _, row := range cells {
+			for j, c := range row {
+				ew[j] = max(ew[j], utf8.RuneCountInString(c)+2)
+			}
+		}
+	}
+	lead := aw + pw
+	for _, w := range ew {
+		lead += w
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var line []byte
 	pad := func(n int) {
@@ -89,22 +128,26 @@ func writePlan(w io.Writer, plan *engine.PlanResult) {
 		bw.WriteByte('\n')
 		line = line[:0]
 	}
-	for _, d := range plan.Decisions {
+	for i, d := range plan.Decisions {
 		line = append(line, d.Action...)
 		pad(aw - utf8.RuneCountInString(string(d.Action)))
 		line = append(line, d.Phase...)
 		pad(pw - utf8.RuneCountInString(d.Phase))
+		for j, w := range ew {
+			line = append(line, cells[i][j]...)
+			pad(w - utf8.RuneCountInString(cells[i][j]))
+		}
 		if len(d.Reasons) > 0 {
 			line = append(line, d.Reasons[0]...)
 		}
 		flush()
 		for _, r := range d.Reasons[min(1, len(d.Reasons)):] {
-			pad(aw + pw)
+			pad(lead)
 			line = append(line, r...)
 			flush()
 		}
 	}
-	fmt.Fprintf(bw, "\n%d to run, %d cached, %d to restore\n", plan.Run, plan.Cached, plan.Restore)
+	writePlanFooter(bw, plan)
 	bw.Flush()
 }
 
@@ -132,19 +175,73 @@ func planHasBreaks(plan *engine.PlanResult) bool {
 func writePlanTabwriter(w io.Writer, plan *engine.PlanResult) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	for _, d := range plan.Decisions {
+	cells := planEstimateCells(plan)
+	for i, d := range plan.Decisions {
 		first := ""
 		if len(d.Reasons) > 0 {
 			first = d.Reasons[0]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Action, d.Phase, first)
+		est, blank := "", ""
+		if cells != nil {
+			est = strings.Join(cells[i], "\t") + "\t"
+			blank = strings.Repeat("\t", len(cells[i]))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s%s\n", d.Action, d.Phase, est, first)
 		for _, r := range d.Reasons[min(1, len(d.Reasons)):] {
-			fmt.Fprintf(tw, "\t\t%s\n", r)
+			fmt.Fprintf(tw, "\t\t%s%s\n", blank, r)
 		}
 	}
 	tw.Flush()
 	for _, line := range strings.SplitAfter(buf.String(), "\n") {
 		io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n")))
 	}
+	writePlanFooter(w, plan)
+}
+
+// planEstimateCells returns the estimate columns of each decision (empty
+// for phases that do not run), without the columns empty in every row;
+// nil when no phase has an estimate (none runs, or --no-estimates).
+func planEstimateCells(plan *engine.PlanResult) [][]string {
+	all := make([][3]string, len(plan.Decisions))
+	var used [3]bool
+	for i, d := range plan.Decisions {
+		if d.Estimate == nil {
+			continue
+		}
+		all[i] = progress.EstimateCells(d.Estimate)
+		for j, c := range all[i] {
+			used[j] = used[j] || c != ""
+		}
+	}
+	if !used[0] {
+		return nil
+	}
+	out := make([][]string, len(all))
+	for i, row := range all {
+		for j, c := range row {
+			if used[j] {
+				out[i] = append(out[i], c)
+			}
+		}
+	}
+	return out
+}
+
+// writePlanFooter writes the count line, the estimate's totals and the
+// budget warnings.
+func writePlanFooter(w io.Writer, plan *engine.PlanResult) {
 	fmt.Fprintf(w, "\n%d to run, %d cached, %d to restore\n", plan.Run, plan.Cached, plan.Restore)
+	if plan.Estimate == nil || plan.Run == 0 {
+		return
+	}
+	io.WriteString(w, progress.EstimateLine(plan.Estimate)+"\n")
+	for _, d := range plan.Decisions {
+		if d.Estimate != nil && d.Estimate.Source == engine.EstimateSiblings {
+			io.WriteString(w, "* borrowed from the other instances of its for_each, having no result of its own\n")
+			break
+		}
+	}
+	for _, warn := range plan.Warnings {
+		io.WriteString(w, "warning: "+warn+"\n")
+	}
 }

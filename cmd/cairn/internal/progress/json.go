@@ -32,6 +32,11 @@ type jsonEvent struct {
 	Iterations int64     `json:"iterations,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Message    string    `json:"message,omitempty"`
+	// Estimate is a starting phase's; Estimates and Total those of the
+	// run's unsettled phases, in the "estimate" event.
+	Estimate  *engine.Estimate            `json:"estimate,omitempty"`
+	Estimates map[string]*engine.Estimate `json:"estimates,omitempty"`
+	Total     *engine.EstimateTotal       `json:"total,omitempty"`
 }
 
 var eventNames = map[engine.EventKind]string{
@@ -42,6 +47,7 @@ var eventNames = map[engine.EventKind]string{
 	engine.EventRetry:    "retry",
 	engine.EventSpend:    "spend",
 	engine.EventRemoved:  "removed",
+	engine.EventEstimate: "estimate",
 }
 
 func (v *jsonView) Report(ev engine.Event) {
@@ -52,7 +58,7 @@ func (v *jsonView) Report(ev engine.Event) {
 	je := jsonEvent{
 		Time: ev.Time.UTC(), Event: name, Phase: ev.Phase, Status: ev.Status, Reasons: ev.Reasons,
 		DurationMS: ev.Duration.Milliseconds(), Attempt: ev.Attempt, Cost: ev.Spend.Cost, Iterations: ev.Spend.Iterations,
-		Message: ev.Message,
+		Message: ev.Message, Estimate: ev.Estimate, Estimates: ev.Estimates, Total: ev.Total,
 	}
 	if ev.Err != nil {
 		je.Error = ev.Err.Error()

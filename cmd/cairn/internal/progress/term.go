@@ -46,6 +46,11 @@ type termView struct {
 	// slow the run down.
 	minGap time.Duration
 
+	// ests holds the phases' estimates, once the run reported them, and
+	// jobs its job slots: the bar's ETA (see eta).
+	ests map[string]*engine.Estimate
+	jobs int
+
 	stopTick chan struct{}
 	tickDone chan struct{}
 }
@@ -118,7 +123,12 @@ func (v *termView) Report(ev engine.Event) {
 	case engine.EventBegin:
 		v.begun = true
 		v.phases = ev.Phases
+	case engine.EventEstimate:
+		v.ests, v.jobs = ev.Estimates, ev.Total.Jobs
 	case engine.EventStart:
+		if ev.Estimate != nil && v.ests != nil {
+			v.ests[ev.Phase] = ev.Estimate
+		}
 		lp := v.live(ev.Phase)
 		if lp == nil {
 			lp = &livePhase{name: ev.Phase}
@@ -311,6 +321,9 @@ func (v *termView) bar(width int) string {
 		if v.stopping {
 			// What waits will not start.
 			parts = append(parts, v.style(ansi.Style{}.ForegroundColor(ansi.Yellow), "stopping"))
+		}
+		if eta := v.eta(); eta != "" && !v.stopping {
+			parts = append(parts, eta)
 		}
 		return fmt.Sprintf(" %d/%d  ", finished, total) + strings.Join(parts, " · ")
 	}
