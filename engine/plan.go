@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
@@ -24,7 +25,8 @@ type PlanOptions struct {
 
 // Plan decides, without running or restoring anything, what a run with the
 // same options would do and why. A phase whose upstream must run cannot
-// know its key yet: it is planned to run, with that upstream as reason.
+// know its key yet: it is planned to run, with that upstream as reason
+// and its own changes since its last result (see ownChanges).
 func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	sel, err := e.resolve(opts.Targets, opts.Gates)
 	if err != nil {
@@ -115,6 +117,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 	decisions := make([]*Decision, len(todo))
 	errs := make([]error, len(todo))
 	willRun := map[string]bool{}
+	lastTrees := &lastTrees{trees: map[string][]cache.OutputFile{}}
 	// Deciding one at a time, the plan fails with the error of the first
 	// phase in the order that cannot be decided, and decides nothing
 	// after it. stop is the index of the first such phase found so far: a
@@ -132,7 +135,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 		}
 		_ = parallel(len(wave), cores.N, func(k int) error {
 			i := wave[k]
-			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, forced[todo[i]])
+			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, lastTrees, forced[todo[i]])
 			return nil
 		})
 		for _, i := range wave {
@@ -164,7 +167,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 // planPhase decides addr for Plan: to run when an upstream phase will
 // run (its key cannot be known yet), else by its key. It only reads
 // willRun and trees, which hold the earlier waves' decisions.
-func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[string][]cache.OutputFile, forced bool) (*Decision, error) {
+func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[string][]cache.OutputFile, last *lastTrees, forced bool) (*Decision, error) {
 	var blockers []string
 	for _, up := range e.spec.Graph.Upstream(addr) {
 		if willRun[up] {
@@ -179,6 +182,7 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 		if forced {
 			d.Reasons = append([]string{"forced"}, d.Reasons...)
 		}
+		d.Reasons = append(d.Reasons, e.ownChanges(addr, blockers, trees, last)...)
 		return d, nil
 	}
 	up := map[string][]cache.OutputFile{}
@@ -186,6 +190,84 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 		up[u] = trees[u]
 	}
 	return e.decide(e.spec.Phase(addr), up, forced)
+}
+
+// ownChanges says how addr, which runs because its upstream phases
+// blockers will, differs from its last result in this workspace in all
+// but what those upstream phases will make: a user who edits data and a
+// setting together sees both. The blockers stand in with the outputs of
+// their own last results, so their workspace copies are never hashed;
+// what they make enters no reason. It says nothing when there is no last
+// result to compare with, or when the comparison cannot be made.
+func (e *Engine) ownChanges(addr string, blockers []string, trees map[string][]cache.OutputFile, last *lastTrees) []string {
+	p := e.spec.Phase(addr)
+	if !p.Cache {
+		return nil // it always runs; there is nothing to compare with
+	}
+	prevKey, ok := e.lastKeys.Get(addr)
+	if !ok {
+		return nil
+	}
+	up := map[string][]cache.OutputFile{}
+	for _, u := range e.spec.Graph.Upstream(addr) {
+		up[u] = trees[u]
+	}
+	pending := map[string]bool{}
+	for _, b := range blockers {
+		tree, ok := last.get(e, b)
+		if !ok {
+			return nil
+		}
+		up[b] = tree
+		for _, f := range tree {
+			pending[f.Path] = true
+		}
+	}
+	prev, err := e.cache.GetEntry(prevKey)
+	if err != nil {
+		return nil
+	}
+	comps, err := e.components(p, up)
+	if err != nil {
+		return nil
+	}
+	drop := func(cs []cache.Component) []cache.Component {
+		out := make([]cache.Component, 0, len(cs))
+		for _, c := range cs {
+			if c.Kind == kindUpstream && pending[c.Name] {
+				continue
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	return e.maskSensitive(diffComponents(drop(prev.Components), drop(comps), e.producer))
+}
+
+// lastTrees holds, by phase, the outputs of its last result in this
+// workspace, read once per plan.
+type lastTrees struct {
+	mu    sync.Mutex
+	trees map[string][]cache.OutputFile // nil: none known
+}
+
+func (l *lastTrees) get(e *Engine, addr string) ([]cache.OutputFile, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.trees[addr]; ok {
+		return t, t != nil
+	}
+	var tree []cache.OutputFile
+	if key, ok := e.lastKeys.Get(addr); ok {
+		if ent, err := e.cache.GetEntryLean(key); err == nil {
+			tree = ent.Outputs
+			if tree == nil {
+				tree = []cache.OutputFile{}
+			}
+		}
+	}
+	l.trees[addr] = tree
+	return tree, tree != nil
 }
 
 func setOf(s []string) map[string]bool {
