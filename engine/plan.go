@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/cairn-run/cairn/cache"
@@ -182,7 +183,7 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 		if forced {
 			d.Reasons = append([]string{"forced"}, d.Reasons...)
 		}
-		d.Reasons = append(d.Reasons, e.ownChanges(addr, blockers, trees, last)...)
+		d.Reasons = append(d.Reasons, e.ownChanges(d, blockers, trees, last)...)
 		return d, nil
 	}
 	up := map[string][]cache.OutputFile{}
@@ -192,56 +193,66 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 	return e.decide(e.spec.Phase(addr), up, forced)
 }
 
-// ownChanges says how addr, which runs because its upstream phases
-// blockers will, differs from its last result in this workspace in all
-// but what those upstream phases will make: a user who edits data and a
-// setting together sees both. The blockers stand in with the outputs of
-// their own last results, so their workspace copies are never hashed;
-// what they make enters no reason. It says nothing when there is no last
+// ownChanges sets d.own, the components of d, which runs because its
+// upstream phases blockers will, without the upstream outputs those will
+// make, and returns how they differ from its last result's in this
+// workspace: a user who edits data and a setting together sees both. The
+// blockers stand in with the outputs of their own last results, so their
+// workspace copies are never hashed. It says nothing when there is no last
 // result to compare with, or when the comparison cannot be made.
-func (e *Engine) ownChanges(addr string, blockers []string, trees map[string][]cache.OutputFile, last *lastTrees) []string {
-	p := e.spec.Phase(addr)
-	if !p.Cache {
-		return nil // it always runs; there is nothing to compare with
-	}
-	prevKey, ok := e.lastKeys.Get(addr)
-	if !ok {
-		return nil
-	}
+func (e *Engine) ownChanges(d *Decision, blockers []string, trees map[string][]cache.OutputFile, last *lastTrees) []string {
+	p := e.spec.Phase(d.Phase)
 	up := map[string][]cache.OutputFile{}
-	for _, u := range e.spec.Graph.Upstream(addr) {
+	for _, u := range e.spec.Graph.Upstream(d.Phase) {
 		up[u] = trees[u]
 	}
-	pending := map[string]bool{}
 	for _, b := range blockers {
-		tree, ok := last.get(e, b)
-		if !ok {
-			return nil
-		}
-		up[b] = tree
-		for _, f := range tree {
-			pending[f.Path] = true
-		}
-	}
-	prev, err := e.cache.GetEntry(prevKey)
-	if err != nil {
-		return nil
+		up[b], _ = last.get(e, b)
 	}
 	comps, err := e.components(p, up)
 	if err != nil {
 		return nil
 	}
+	pending := setOf(blockers)
 	drop := func(cs []cache.Component) []cache.Component {
 		out := make([]cache.Component, 0, len(cs))
 		for _, c := range cs {
-			if c.Kind == kindUpstream && pending[c.Name] {
+			if c.Kind == kindUpstream && pending[e.producerOf(c.Name)] {
 				continue
 			}
 			out = append(out, c)
 		}
 		return out
 	}
-	return e.maskSensitive(diffComponents(drop(prev.Components), drop(comps), e.producer))
+	d.own = drop(comps)
+	d.ownKey = cache.ComputeKey(d.own)
+	if !p.Cache {
+		return nil // it always runs; there is nothing to compare with
+	}
+	prevKey, ok := e.lastKeys.Get(d.Phase)
+	if !ok {
+		return nil
+	}
+	prev, err := e.cache.GetEntry(prevKey)
+	if err != nil {
+		return nil
+	}
+	return e.maskSensitive(diffComponents(drop(prev.Components), d.own, e.producer))
+}
+
+// producerOf returns the phase declaring the output at path, or the
+// output directory holding it, or "".
+func (e *Engine) producerOf(path string) string {
+	for dir := path; ; {
+		if who := e.producer[dir]; who != "" {
+			return who
+		}
+		i := strings.LastIndex(dir, "/")
+		if i < 0 {
+			return ""
+		}
+		dir = dir[:i]
+	}
 }
 
 // lastTrees holds, by phase, the outputs of its last result in this
