@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -14,16 +15,19 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 type planOptions struct {
 	gateFlags
 	JSON bool
+	Out  string
 }
 
 func (o *planOptions) AddFlags(f *pflag.FlagSet) {
 	o.gateFlags.AddFlags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the plan as JSON")
+	f.StringVar(&o.Out, "out", "", "also save the plan to `FILE` (by convention *"+planFileExt+"): cairn run FILE runs exactly it, or refuses if the spec, a variable or an input changed since; sensitive values are never written")
 }
 
 func newPlanCommand(g *globals) *cobra.Command {
@@ -31,6 +35,16 @@ func newPlanCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan [PHASE...]",
 		Short: "Show what a run would do for each phase, and why, without running anything",
+		Long: `plan shows what a run with the same targets, gates and variables would
+do with each phase (run, cached or restore) and why, without running
+anything. A phase that runs because an upstream phase will also lists its
+own changes since its last result.
+
+-out FILE saves the plan: its targets, gates, variable values (never those
+of sensitive variables, which must be given again), the spec's digest and
+every phase's action and key. cairn run FILE then runs exactly that plan,
+or refuses with exit status 2, listing what changed, when the spec, a
+variable or an input no longer matches it.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runPlan(g, opts, args, cmd.OutOrStdout())
 		},
@@ -41,7 +55,7 @@ func newPlanCommand(g *globals) *cobra.Command {
 
 func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) error {
 	g.makesState = true // Plan makes .cairn for its memories
-	_, eng, err := g.openEngine(nil)
+	s, eng, err := g.openEngine(nil)
 	if err != nil {
 		return err
 	}
@@ -49,12 +63,24 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if opts.Out != "" {
+		data, err := encodePlanFile(newSavedPlan(s, targets, opts.gates(), plan), s, os.LookupEnv)
+		if err != nil {
+			return fmt.Errorf("plan -out %s: %w", opts.Out, err)
+		}
+		if err := fsx.WriteFileAtomic(opts.Out, data, 0o644, "planfile", true, true); err != nil {
+			return fmt.Errorf("plan -out: %w", err)
+		}
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(plan)
 	}
 	writePlan(out, plan)
+	if opts.Out != "" {
+		fmt.Fprintf(out, "Saved the plan to %s: cairn run %s runs exactly it.\n", opts.Out, opts.Out)
+	}
 	return nil
 }
 
