@@ -49,6 +49,37 @@ type Decision struct {
 	// forced is set when the phase runs because it was forced: its
 	// result then supersedes the entry stored under its key.
 	forced bool
+	// own and ownKey, for a phase planned to run because an upstream phase
+	// will, are its components but the outputs of those upstream phases,
+	// and their hash: what a saved plan can check of it (see ownChanges).
+	own    []cache.Component
+	ownKey cache.ActionID
+}
+
+// PlanComponents returns the components the decision was made on: its
+// key's, or, when its key cannot be known yet, all but the outputs of the
+// upstream phases that will run. It is nil when they were not computed (a
+// phase found cached by its remembered key).
+func (d *Decision) PlanComponents() []cache.Component {
+	if d.components != nil {
+		return d.components
+	}
+	return d.own
+}
+
+// ProvisionalKey returns the hash of the components of a phase whose key
+// cannot be known yet, or "" (see PlanComponents).
+func (d *Decision) ProvisionalKey() string {
+	if d.own == nil {
+		return ""
+	}
+	return d.ownKey.String()
+}
+
+// DiffComponents says, one line each, how the components cur differ from
+// prev, as plan's reasons do, with sensitive values hidden.
+func (e *Engine) DiffComponents(prev, cur []cache.Component) []string {
+	return e.maskSensitive(diffComponents(prev, cur, e.producer))
 }
 
 // decide computes p's key and looks it up. up holds the output trees of

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
@@ -32,7 +34,8 @@ type PlanOptions struct {
 
 // Plan decides, without running or restoring anything, what a run with the
 // same options would do and why. A phase whose upstream must run cannot
-// know its key yet: it is planned to run, with that upstream as reason.
+// know its key yet: it is planned to run, with that upstream as reason
+// and its own changes since its last result (see ownChanges).
 func (e *Engine) Plan(opts PlanOptions) (*PlanResult, error) {
 	sel, err := e.resolve(opts.Targets, opts.Gates)
 	if err != nil {
@@ -128,6 +131,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 	decisions := make([]*Decision, len(todo))
 	errs := make([]error, len(todo))
 	willRun := map[string]bool{}
+	lastTrees := &lastTrees{trees: map[string][]cache.OutputFile{}}
 	// Deciding one at a time, the plan fails with the error of the first
 	// phase in the order that cannot be decided, and decides nothing
 	// after it. stop is the index of the first such phase found so far: a
@@ -145,7 +149,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 		}
 		_ = parallel(len(wave), cores.N, func(k int) error {
 			i := wave[k]
-			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, forced[todo[i]])
+			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, lastTrees, forced[todo[i]])
 			return nil
 		})
 		for _, i := range wave {
@@ -177,7 +181,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 // planPhase decides addr for Plan: to run when an upstream phase will
 // run (its key cannot be known yet), else by its key. It only reads
 // willRun and trees, which hold the earlier waves' decisions.
-func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[string][]cache.OutputFile, forced bool) (*Decision, error) {
+func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[string][]cache.OutputFile, last *lastTrees, forced bool) (*Decision, error) {
 	var blockers []string
 	for _, up := range e.spec.Graph.Upstream(addr) {
 		if willRun[up] {
@@ -192,6 +196,7 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 		if forced {
 			d.Reasons = append([]string{"forced"}, d.Reasons...)
 		}
+		d.Reasons = append(d.Reasons, e.ownChanges(d, blockers, trees, last)...)
 		return d, nil
 	}
 	up := map[string][]cache.OutputFile{}
@@ -199,6 +204,94 @@ func (e *Engine) planPhase(addr string, willRun map[string]bool, trees map[strin
 		up[u] = trees[u]
 	}
 	return e.decide(e.spec.Phase(addr), up, forced)
+}
+
+// ownChanges sets d.own, the components of d, which runs because its
+// upstream phases blockers will, without the upstream outputs those will
+// make, and returns how they differ from its last result's in this
+// workspace: a user who edits data and a setting together sees both. The
+// blockers stand in with the outputs of their own last results, so their
+// workspace copies are never hashed. It says nothing when there is no last
+// result to compare with, or when the comparison cannot be made.
+func (e *Engine) ownChanges(d *Decision, blockers []string, trees map[string][]cache.OutputFile, last *lastTrees) []string {
+	p := e.spec.Phase(d.Phase)
+	up := map[string][]cache.OutputFile{}
+	for _, u := range e.spec.Graph.Upstream(d.Phase) {
+		up[u] = trees[u]
+	}
+	for _, b := range blockers {
+		up[b], _ = last.get(e, b)
+	}
+	comps, err := e.components(p, up)
+	if err != nil {
+		return nil
+	}
+	pending := setOf(blockers)
+	drop := func(cs []cache.Component) []cache.Component {
+		out := make([]cache.Component, 0, len(cs))
+		for _, c := range cs {
+			if c.Kind == kindUpstream && pending[e.producerOf(c.Name)] {
+				continue
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	d.own = drop(comps)
+	d.ownKey = cache.ComputeKey(d.own)
+	if !p.Cache {
+		return nil // it always runs; there is nothing to compare with
+	}
+	prevKey, ok := e.lastKeys.Get(d.Phase)
+	if !ok {
+		return nil
+	}
+	prev, err := e.cache.GetEntry(prevKey)
+	if err != nil {
+		return nil
+	}
+	return e.maskSensitive(diffComponents(drop(prev.Components), d.own, e.producer))
+}
+
+// producerOf returns the phase declaring the output at path, or the
+// output directory holding it, or "".
+func (e *Engine) producerOf(path string) string {
+	for dir := path; ; {
+		if who := e.producer[dir]; who != "" {
+			return who
+		}
+		i := strings.LastIndex(dir, "/")
+		if i < 0 {
+			return ""
+		}
+		dir = dir[:i]
+	}
+}
+
+// lastTrees holds, by phase, the outputs of its last result in this
+// workspace, read once per plan.
+type lastTrees struct {
+	mu    sync.Mutex
+	trees map[string][]cache.OutputFile // nil: none known
+}
+
+func (l *lastTrees) get(e *Engine, addr string) ([]cache.OutputFile, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.trees[addr]; ok {
+		return t, t != nil
+	}
+	var tree []cache.OutputFile
+	if key, ok := e.lastKeys.Get(addr); ok {
+		if ent, err := e.cache.GetEntryLean(key); err == nil {
+			tree = ent.Outputs
+			if tree == nil {
+				tree = []cache.OutputFile{}
+			}
+		}
+	}
+	l.trees[addr] = tree
+	return tree, tree != nil
 }
 
 func setOf(s []string) map[string]bool {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
@@ -15,18 +16,21 @@ import (
 
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 type planOptions struct {
 	gateFlags
 	JSON        bool
 	NoEstimates bool
+	Out         string
 }
 
 func (o *planOptions) AddFlags(f *pflag.FlagSet) {
 	o.gateFlags.AddFlags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the plan as JSON")
 	f.BoolVar(&o.NoEstimates, "no-estimates", false, "leave out the estimates (and the reading of past runs they need)")
+	f.StringVar(&o.Out, "out", "", "also save the plan to `FILE` (by convention *"+planFileExt+"): cairn run FILE runs exactly it, or refuses if the spec, a variable or an input changed since; sensitive values are never written")
 }
 
 // planLong is plan's help: what its columns mean.
@@ -48,7 +52,16 @@ After the counts, a line totals the estimates with their range (the sums of
 the fastest and slowest results), and a warning says when the estimate
 exceeds the run's budget { max_cost } or a phase's max_cost, max_iterations
 or timeout. --json carries the same figures ("estimate" per phase and in
-total, "warnings").`
+total, "warnings").
+
+A phase that runs because an upstream phase will also lists its own
+changes since its last result.
+
+-out FILE saves the plan: its targets, gates, variable values (never those
+of sensitive variables, which must be given again), the spec's digest and
+every phase's action and key. cairn run FILE then runs exactly that plan,
+or refuses with exit status 2, listing what changed, when the spec, a
+variable or an input no longer matches it.`
 
 func newPlanCommand(g *globals) *cobra.Command {
 	var opts planOptions
@@ -66,7 +79,7 @@ func newPlanCommand(g *globals) *cobra.Command {
 
 func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) error {
 	g.makesState = true // Plan makes .cairn for its memories
-	_, eng, err := g.openEngine(nil)
+	s, eng, err := g.openEngine(nil)
 	if err != nil {
 		return err
 	}
@@ -74,12 +87,24 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if opts.Out != "" {
+		data, err := encodePlanFile(newSavedPlan(s, targets, opts.gates(), plan), s, os.LookupEnv)
+		if err != nil {
+			return fmt.Errorf("plan -out %s: %w", opts.Out, err)
+		}
+		if err := fsx.WriteFileAtomic(opts.Out, data, 0o644, "planfile", true, true); err != nil {
+			return fmt.Errorf("plan -out: %w", err)
+		}
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(plan)
 	}
 	writePlan(out, plan)
+	if opts.Out != "" {
+		fmt.Fprintf(out, "Saved the plan to %s: cairn run %s runs exactly it.\n", opts.Out, opts.Out)
+	}
 	return nil
 }
 

@@ -85,8 +85,23 @@ lets running phases finish and be cached; a second Ctrl-C (or cairn stop
 --cancel) terminates them (SIGTERM to each phase's process group, SIGKILL
 5 s later; a third Ctrl-C sends SIGKILL at once) and cancels their Slurm
 jobs.
-cairn resume continues a stopped or failed run.`,
+cairn resume continues a stopped or failed run.
+
+cairn run FILE, where FILE is a plan saved by cairn plan -out (it starts
+with the line "cairn-plan 1"; by convention it is named *.cairnplan), runs
+exactly that plan: its targets, gates and variable values. Sensitive
+variables must be given again (-var, -var-file or CAIRN_VAR_NAME). If the
+spec, a variable or an input changed since the plan was made, so that a
+phase would be decided otherwise or get another key, nothing runs: cairn
+lists what changed and exits 2.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if ok, err := isPlanFile(args[0]); err != nil {
+					return err
+				} else if ok {
+					return applyPlan(cmd, g, opts, args[0])
+				}
+			}
 			if opts.DryRun {
 				return runPlan(g, planOptions{JSON: opts.JSON, gateFlags: opts.gateFlags}, args, cmd.OutOrStdout())
 			}
@@ -186,4 +201,70 @@ func dropSensitive(vars, sensitive []string) []string {
 		}
 	}
 	return out
+}
+
+// applyPlan runs the plan saved at path (cairn plan -out): it plans again
+// with the saved targets, gates and variable values and runs only if every
+// phase is decided as saved, with the same key.
+func applyPlan(cmd *cobra.Command, g *globals, opts runOptions, path string) error {
+	if len(opts.Force)+len(opts.From)+len(opts.Until)+len(opts.Only) > 0 || opts.DryRun {
+		return usageError{fmt.Errorf("run %s: a saved plan holds its own targets and gates: --force, --from, --until, --only and --dry-run cannot be given with it (cairn plan them again with -out)", path)}
+	}
+	if err := checkExecutor(opts.Executor); err != nil {
+		return err
+	}
+	sp, err := readPlanFile(path)
+	if err != nil {
+		return usageError{err}
+	}
+	if f := cmd.Flag("file"); f == nil || !f.Changed {
+		g.File = sp.Spec
+	}
+	g.planVars = map[string]string{}
+	var vars []string
+	for _, name := range sortedKeys(sp.Variables) {
+		g.planVars[name] = sp.Variables[name]
+		vars = append(vars, name+"="+sp.Variables[name])
+	}
+	if err := checkSavedPlan(g, sp, path); err != nil {
+		return err
+	}
+	req := runrec.Request{
+		Targets:   sp.Targets,
+		Gates:     sp.Gates,
+		Jobs:      opts.Jobs,
+		KeepGoing: opts.KeepGoing,
+		// Recorded for resume, which gives them as -var: the plan's
+		// values, then those given here (sensitive ones are dropped).
+		Vars:     append(vars, g.Vars...),
+		VarFiles: g.VarFiles,
+		Executor: opts.Executor,
+	}
+	return runRun(cmd.Context(), g, engine.RunOptions{Request: req}, opts.progressOptions, cmd.OutOrStdout())
+}
+
+// checkSavedPlan plans again as sp was planned and returns an error (exit
+// status 2) listing every difference, or nil when there is none.
+func checkSavedPlan(g *globals, sp *savedPlan, path string) error {
+	g.makesState = true
+	s, eng, err := g.openEngine(nil)
+	if err != nil {
+		return err
+	}
+	plan, err := eng.Plan(engine.PlanOptions{Targets: sp.Targets, Gates: sp.Gates})
+	if err != nil {
+		return err
+	}
+	changed := staleness(sp, s, plan, eng.DiffComponents)
+	if len(changed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "saved plan %s no longer matches; nothing ran. What changed since it was made:", path)
+	for _, c := range changed {
+		b.WriteString("\n  ")
+		b.WriteString(c)
+	}
+	fmt.Fprintf(&b, "\nReview a new plan: cairn plan -out %s", path)
+	return &exitError{code: exitUsage, msg: b.String()}
 }

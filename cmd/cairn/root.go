@@ -80,6 +80,11 @@ type globals struct {
 	// the first run, not the second.
 	makesState bool
 
+	// planVars, when cairn run applies a saved plan, are the values of its
+	// variables, given to the spec as CAIRN_VAR_NAME would be (so -var and
+	// -var-file, which may give the sensitive ones, rank above them).
+	planVars map[string]string
+
 	// allowDamagedFormat opens a cache whose format marker is damaged
 	// (cairn cache verify, which reports and can mend it).
 	allowDamagedFormat bool
@@ -318,7 +323,7 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := g.early; e != nil && e.spec != nil && g.File == spec.DefaultFile && len(opts.Vars) == 0 && len(opts.VarFiles) == 0 {
+	if e := g.early; e != nil && e.spec != nil && g.File == spec.DefaultFile && g.planVars == nil && len(opts.Vars) == 0 && len(opts.VarFiles) == 0 {
 		s := <-e.spec
 		e.spec = nil // taken: a second load reads the files
 		if s != nil {
@@ -348,6 +353,14 @@ func (g *globals) loadSpec() (*spec.Spec, error) {
 // environment, -var-file and -var.
 func (g *globals) specOptions() (spec.Options, error) {
 	opts := spec.Options{LookupEnv: os.LookupEnv, VarFiles: g.VarFiles}
+	if pv := g.planVars; pv != nil {
+		opts.LookupEnv = func(name string) (string, bool) {
+			if v, ok := pv[strings.TrimPrefix(name, "CAIRN_VAR_")]; ok && strings.HasPrefix(name, "CAIRN_VAR_") {
+				return v, true
+			}
+			return os.LookupEnv(name)
+		}
+	}
 	for _, kv := range g.Vars {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
@@ -525,8 +538,8 @@ func envTrue(name string) bool {
 	return false
 }
 
-// terraformStyleFlags accepts Terraform's single-dash -var and -var-file
-// by rewriting them to the double-dash form the flag parser knows.
+// terraformStyleFlags accepts Terraform's single-dash -var, -var-file
+// and -out by rewriting them to the double-dash form the flag parser knows.
 //
 // It also lets "cairn logs PHASE -f" mean --follow, as in tail and
 // docker logs, although -f elsewhere names the spec file.
@@ -543,7 +556,7 @@ func terraformStyleFlags(args []string) []string {
 		if logs && a == "-f" {
 			a = "--follow"
 		}
-		for _, name := range []string{"-var", "-var-file"} {
+		for _, name := range []string{"-var", "-var-file", "-out"} {
 			if a == name || strings.HasPrefix(a, name+"=") {
 				a = "-" + a
 			}
