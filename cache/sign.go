@@ -212,6 +212,12 @@ func (c *Dir) Signer(b []byte) *PublicKey {
 	return &PublicKey{Key: pub}
 }
 
+// Trusts reports whether k is one of the directory's TrustedKeys.
+func (c *Dir) Trusts(k *PublicKey) bool {
+	_, ok := c.trusted[string(k.Key)]
+	return ok
+}
+
 // Signed reports whether stored entry bytes b carry a signature that checks
 // under the directory's key (false without a key).
 func (c *Dir) Signed(b []byte) bool {
