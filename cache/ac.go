@@ -52,6 +52,9 @@ func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
 	if err := c.checkRefs(e); err != nil {
 		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
+	if c.writer != nil {
+		b = sealEnvelope(b, c.writer)
+	}
 	if c.sign != nil {
 		b = c.sign.appendSig(b)
 	}
@@ -148,7 +151,7 @@ func (c *Dir) putEntryFile(key ActionID, b []byte, refs []blobRef) error {
 		if !existed {
 			return t.syncDir(filepath.Dir(dst))
 		}
-		done, err := c.existingEntry(key, dst)
+		done, err := c.existingEntry(key, dst, b)
 		if done || err != nil {
 			return err
 		}
@@ -159,14 +162,20 @@ func (c *Dir) putEntryFile(key ActionID, b []byte, refs []blobRef) error {
 // existingEntry decides about the entry found at dst when publishing one
 // for key: done when it stays (first writer wins), not done when it was
 // moved out of the way (or is gone) and the publish should be retried.
-func (c *Dir) existingEntry(key ActionID, dst string) (done bool, err error) {
+// ours is the stored form being published.
+func (c *Dir) existingEntry(key ActionID, dst string, ours []byte) (done bool, err error) {
 	_, err = c.getLocalEntry(key)
 	switch {
 	case err == nil, errors.Is(err, errNewerEntry):
 		return true, nil // keep it: first writer wins
 	case errors.Is(err, ErrUntrusted):
-		// Signatures are required and ours checks: the unsigned
-		// one gives way, so this cache's readers get a hit.
+		if c.CheckTrust(ours) != nil {
+			// Ours is no better by this Dir's policy: the other
+			// writer's entry stays for the readers that trust it.
+			return true, nil
+		}
+		// Ours passes the policy: the entry that does not gives
+		// way, so this cache's readers get a hit.
 		c.quarantinePath("entry", key.String(), dst, err)
 		return false, nil
 	case errors.Is(err, ErrCorrupt), errors.Is(err, ErrNotFound):
@@ -299,7 +308,7 @@ func (c *Dir) getLocalEntryMaybeLean(key ActionID, lean bool) (*Entry, error) {
 func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool, err error) {
 	p := c.entryPath(key)
 	memo := c.memo
-	if c.opts.RequireSigned {
+	if c.opts.RequireSigned || c.trusted != nil {
 		memo = nil // the memo does not know which key checked a signature
 	}
 	if memo != nil && lean {
@@ -358,9 +367,11 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 			return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
 		}
 	}
-	if err := c.CheckTrust(b); err != nil {
+	if err := c.checkTrust(b, e); err != nil {
+		c.warnUntrusted(key, err)
 		return nil, false, untrusted(err)
 	}
+	c.nameSigner(e)
 	if memo != nil {
 		if fi, err := f.Stat(); err == nil {
 			memo.record(key, fi, e, readAt)
@@ -377,6 +388,16 @@ func StillAt(f *os.File, path string) bool {
 	}
 	b, err := os.Lstat(path)
 	return err == nil && os.SameFile(a, b)
+}
+
+// warnUntrusted warns, once per key, that the entry for key is not used.
+func (c *Dir) warnUntrusted(key ActionID, err error) {
+	if c.trusted == nil { // require_signed alone stays quiet, as it always was
+		return
+	}
+	if _, seen := c.warnedUntrusted.LoadOrStore(key, true); !seen {
+		c.warn("warning: cache entry %s is not used: %v; the phase runs again", key.Short(), err)
+	}
 }
 
 // untrusted marks err (which wraps ErrUntrusted) as a miss too.

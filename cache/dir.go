@@ -48,7 +48,14 @@ type Dir struct {
 	root  string
 	perms perms
 	opts  Options
-	sign  *signer // nil: entries are written unsigned
+	sign  *signer // nil: entries are written without the team HMAC
+	// writer signs entries with this writer's own key (nil: not).
+	writer *PrivateKey
+	// trusted holds the keys of TrustedKeys by their bytes; nil: no
+	// writer's signature is required.
+	trusted map[string]*PublicKey
+	// warnedUntrusted holds the keys of the entries already warned about.
+	warnedUntrusted sync.Map
 	// damagedFormat: opened with AllowDamagedFormat over a damaged
 	// marker, which Verify with Repair rewrites.
 	damagedFormat bool
@@ -83,6 +90,15 @@ type Options struct {
 	// signature does not check with SigningKey, as a miss.
 	RequireSigned bool
 
+	// WriterKey, if set, signs every entry written with this writer's own
+	// key (see FORMAT.md, "Signed entries"). It may be set together with
+	// SigningKey: the entry then carries both signatures.
+	WriterKey *PrivateKey
+	// TrustedKeys, if not empty, makes readers treat an entry that no
+	// key of the list signed as a miss (with a warning). It combines with
+	// RequireSigned: with both, an entry must pass both.
+	TrustedKeys []*PublicKey
+
 	// AllowDamagedFormat opens a cache whose format marker is damaged
 	// (see [ErrDamagedFormat]) without rewriting it, so that Verify can
 	// check the objects and, with Repair, rewrite the marker.
@@ -115,6 +131,13 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	c := &Dir{root: abs, opts: o}
 	if len(o.SigningKey) > 0 {
 		c.sign = newSigner(o.SigningKey)
+	}
+	c.writer = o.WriterKey
+	if len(o.TrustedKeys) > 0 {
+		c.trusted = make(map[string]*PublicKey, len(o.TrustedKeys))
+		for _, k := range o.TrustedKeys {
+			c.trusted[string(k.Key)] = k
+		}
 	}
 	if err := c.init(o.Shared); err != nil {
 		return nil, fmt.Errorf("cache open %s: %w", abs, err)

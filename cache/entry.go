@@ -27,8 +27,11 @@ const (
 	EntryFormat       = 1 // blobs in cas/ only
 	EntryFormatInline = 2 // small blobs may be inline (Entry.Inline)
 	EntryFormatTemp   = 4 // as 2, and outputs may be temporary (OutputFile.Temporary)
+	// EntryFormatSigned is the header of an entry signed with a writer's
+	// own key: an envelope around an entry of format 1, 2 or 4 (sign.go).
+	EntryFormatSigned = 5
 
-	maxEntryFormat = EntryFormatTemp // the newest this cairn reads
+	maxEntryFormat = EntryFormatSigned // the newest this cairn reads
 )
 
 // InlineMax is the largest blob a writer puts inside an entry rather than
@@ -125,6 +128,10 @@ type Entry struct {
 	// stored (its components do not hash to its key); [Dir.GetEntry]
 	// returns the entry whole. Never stored.
 	Lean bool `json:"-"`
+	// SignedBy is the key of the writer that signed the entry (format 5),
+	// or nil. Its Comment is set only when the reading Dir trusts the key.
+	// Never stored: the signature is.
+	SignedBy *PublicKey `json:"-"`
 }
 
 // KindOutput is the kind of the component naming one of the outputs a
@@ -193,7 +200,13 @@ func ParseEntry(b []byte) (*Entry, error) {
 	if len(b) > maxEntrySize {
 		return nil, fmt.Errorf("%d bytes, over the %d limit", len(b), maxEntrySize)
 	}
-	b, _, err := splitSig(b) // the signature is checked by the reader that cares
+	b, _, err := splitSig(b) // the team signature is checked by the reader that cares
+	if err != nil {
+		return nil, err
+	}
+	// A writer's signature is checked by every reader: a change made
+	// after signing is damage, whoever the reader trusts.
+	b, signer, err := openEnvelope(b)
 	if err != nil {
 		return nil, err
 	}
@@ -240,6 +253,9 @@ func ParseEntry(b []byte) (*Entry, error) {
 	}
 	if err := validateEntry(e, false); err != nil {
 		return nil, err
+	}
+	if signer != nil {
+		e.SignedBy = &PublicKey{Key: signer}
 	}
 	return e, nil
 }

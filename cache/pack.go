@@ -463,7 +463,7 @@ func (c *Dir) putPacked(key ActionID, b []byte, refs []blobRef) error {
 		case err == nil && !existed:
 			return p.t.syncDir(filepath.Dir(dst))
 		case err == nil:
-			done, err := c.existingEntry(key, dst)
+			done, err := c.existingEntry(key, dst, b)
 			if done || err != nil {
 				return err
 			}

@@ -2,8 +2,10 @@ package cache
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -24,6 +26,73 @@ import (
 // digests and the format version.
 
 const sigPrefix = "sig hmac-sha256 "
+
+// Entries may also be signed by their writer's own Ed25519 key (sigkey.go),
+// so that a reader trusts writers one by one and can tell who wrote an
+// entry. Such an entry is an envelope (format 5) around the stored form of
+// an entry of format 1, 2 or 4:
+//
+//	cairn-ac 5\n
+//	sig ed25519 <base64 public key> <base64 signature>\n
+//	<the entry>
+//
+// the signature being Ed25519's over the enclosed entry's bytes. A cairn
+// that predates it reads the header as a newer format: a miss, left in
+// place. The team HMAC line, when there is one too, follows and covers
+// the envelope.
+
+const (
+	envelopeHeader = "cairn-ac 5\n"
+	edSigPrefix    = "sig ed25519 "
+)
+
+// sealEnvelope returns the signed envelope around inner, a stored entry.
+func sealEnvelope(inner []byte, k *PrivateKey) []byte {
+	pub := base64.StdEncoding.EncodeToString(k.Public().Key)
+	sig := base64.StdEncoding.EncodeToString(k.sign(inner))
+	out := make([]byte, 0, len(envelopeHeader)+len(edSigPrefix)+len(pub)+len(sig)+2+len(inner))
+	out = append(out, envelopeHeader...)
+	out = append(out, edSigPrefix...)
+	out = append(out, pub...)
+	out = append(out, ' ')
+	out = append(out, sig...)
+	out = append(out, '\n')
+	return append(out, inner...)
+}
+
+// openEnvelope returns the entry inside b and the key that signed it, once
+// the signature checks; b itself and a nil key if b is not an envelope.
+// A malformed envelope or a signature that does not check is an error.
+func openEnvelope(b []byte) (inner []byte, signer ed25519.PublicKey, err error) {
+	rest, ok := bytes.CutPrefix(b, []byte(envelopeHeader))
+	if !ok {
+		return b, nil, nil
+	}
+	line, inner, ok := bytes.Cut(rest, []byte("\n"))
+	if !ok {
+		return nil, nil, errors.New("signed entry: missing signature line")
+	}
+	fields, ok := bytes.CutPrefix(line, []byte(edSigPrefix))
+	if !ok {
+		return nil, nil, errors.New("signed entry: the line after the header is not an ed25519 signature")
+	}
+	pubB64, sigB64, ok := bytes.Cut(fields, []byte(" "))
+	if !ok {
+		return nil, nil, errors.New("signed entry: malformed signature line")
+	}
+	pub, err1 := base64.StdEncoding.Strict().DecodeString(string(pubB64))
+	sig, err2 := base64.StdEncoding.Strict().DecodeString(string(sigB64))
+	if err1 != nil || err2 != nil || len(pub) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
+		return nil, nil, errors.New("signed entry: malformed signature line")
+	}
+	if bytes.HasPrefix(inner, []byte(envelopeHeader)) {
+		return nil, nil, errors.New("signed entry: an envelope inside an envelope")
+	}
+	if !ed25519.Verify(pub, inner, sig) {
+		return nil, nil, fmt.Errorf("signed entry: the signature of %s does not check: the entry was changed after it was signed", fingerprint(pub))
+	}
+	return inner, pub, nil
+}
 
 // ErrUntrusted means an entry was found but is not signed with the team
 // key while [Options.RequireSigned] is set: a miss, never used.
@@ -70,23 +139,83 @@ func splitSig(b []byte) (signed, mac []byte, err error) {
 	return signed, mac, nil
 }
 
-// checkTrust says whether a stored entry may be used under the directory's
-// signing policy: always when signatures are not required; otherwise only
-// with a signature that checks under the key. The error wraps ErrUntrusted.
-func (c *Dir) CheckTrust(b []byte) error {
-	if !c.opts.RequireSigned {
+// CheckTrust says whether a stored entry may be used under the directory's
+// signing policy: always when none is set. With RequireSigned, only with a
+// team signature that checks under the key; with TrustedKeys, only with a
+// writer's signature (that checks) by one of the keys; with both, only
+// with both. The error wraps ErrUntrusted.
+func (c *Dir) CheckTrust(b []byte) error { return c.checkTrust(b, nil) }
+
+// checkTrust is CheckTrust; e, if not nil, is b as ParseEntry returned it
+// (its writer's signature checked already).
+func (c *Dir) checkTrust(b []byte, e *Entry) error {
+	if !c.opts.RequireSigned && c.trusted == nil {
 		return nil
 	}
 	signed, mac, err := splitSig(b)
-	switch {
-	case err != nil:
+	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUntrusted, err)
-	case mac == nil:
-		return fmt.Errorf("%w: not signed", ErrUntrusted)
-	case !hmac.Equal(mac, c.sign.mac(signed)):
-		return fmt.Errorf("%w: signed with another key", ErrUntrusted)
+	}
+	if c.opts.RequireSigned {
+		switch {
+		case mac == nil:
+			return fmt.Errorf("%w: not signed with the team key", ErrUntrusted)
+		case !hmac.Equal(mac, c.sign.mac(signed)):
+			return fmt.Errorf("%w: signed with another team key", ErrUntrusted)
+		}
+	}
+	if c.trusted == nil {
+		return nil
+	}
+	var signer ed25519.PublicKey
+	if e != nil {
+		if e.SignedBy != nil {
+			signer = e.SignedBy.Key
+		}
+	} else if _, signer, err = openEnvelope(signed); err != nil {
+		return fmt.Errorf("%w: %w", ErrUntrusted, err)
+	}
+	if signer == nil {
+		return fmt.Errorf("%w: not signed by a writer's key", ErrUntrusted)
+	}
+	if _, ok := c.trusted[string(signer)]; !ok {
+		return fmt.Errorf("%w: signed by %s, which is not a trusted key", ErrUntrusted, fingerprint(signer))
 	}
 	return nil
+}
+
+// nameSigner gives e's signer the comment of the trusted key it is.
+func (c *Dir) nameSigner(e *Entry) {
+	if e.SignedBy == nil {
+		return
+	}
+	if k, ok := c.trusted[string(e.SignedBy.Key)]; ok {
+		e.SignedBy = k
+	}
+}
+
+// Signer returns the key that signed stored entry bytes b, with its
+// comment if the directory trusts it; nil if b has no writer's signature
+// that checks.
+func (c *Dir) Signer(b []byte) *PublicKey {
+	signed, _, err := splitSig(b)
+	if err != nil {
+		return nil
+	}
+	_, pub, err := openEnvelope(signed)
+	if err != nil || pub == nil {
+		return nil
+	}
+	if k, ok := c.trusted[string(pub)]; ok {
+		return k
+	}
+	return &PublicKey{Key: pub}
+}
+
+// Trusts reports whether k is one of the directory's TrustedKeys.
+func (c *Dir) Trusts(k *PublicKey) bool {
+	_, ok := c.trusted[string(k.Key)]
+	return ok
 }
 
 // Signed reports whether stored entry bytes b carry a signature that checks

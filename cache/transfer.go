@@ -57,11 +57,12 @@ func (c *Dir) CheckEntry(key ActionID, b []byte) (*Entry, error) {
 		err = fmt.Errorf("holds key %s", e.Key.Short())
 	}
 	if err == nil {
-		err = c.CheckTrust(b)
+		err = c.checkTrust(b, e)
 	}
 	if err != nil {
 		return nil, err
 	}
+	c.nameSigner(e)
 	return e, nil
 }
 

@@ -35,6 +35,9 @@ type WhyResult struct {
 	Created time.Time `json:"created"`
 	Host    string    `json:"host,omitempty"`
 	User    string    `json:"user,omitempty"`
+	// SignedBy names the writer's key that signed the result: its comment
+	// and fingerprint when the cache trusts it, else its fingerprint.
+	SignedBy string `json:"signed_by,omitempty"`
 }
 
 // FieldDiff is one key component, as it is now and as it was.
@@ -154,6 +157,9 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 	var old []cache.Component
 	if prev != nil {
 		w.Against = &WhyResult{Key: prev.Key.String(), Created: prev.Created, Host: prev.Host, User: prev.User}
+		if prev.SignedBy != nil {
+			w.Against.SignedBy = prev.SignedBy.String()
+		}
 		old = prev.Components
 	}
 	w.Fields = e.fieldDiffs(old, comps, prev != nil)

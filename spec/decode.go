@@ -296,7 +296,7 @@ var experimentSchema = &hcl.BodySchema{
 }
 
 var cacheSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "dir"}, {Name: "shared"}, {Name: "remote"}, {Name: "require_signed"}},
+	Attributes: []hcl.AttributeSchema{{Name: "dir"}, {Name: "shared"}, {Name: "remote"}, {Name: "require_signed"}, {Name: "trusted_keys"}},
 }
 
 func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diagnostics) {
@@ -392,6 +392,22 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 			v, d := evalBool(a.Expr, ctx, "cache.require_signed")
 			diags = append(diags, d...)
 			exp.CacheRequireSigned = v
+		}
+		if a, ok := cc.Attributes["trusted_keys"]; ok {
+			list, d := evalStringList(a.Expr, ctx, "cache.trusted_keys")
+			diags = append(diags, d...)
+			for _, p := range list {
+				if p == "" {
+					diags = append(diags, &hcl.Diagnostic{
+						Severity: hcl.DiagError,
+						Summary:  "Invalid cache.trusted_keys",
+						Detail:   "trusted_keys lists public key files (cairn cache keygen writes them); an empty path names none.",
+						Subject:  a.Expr.Range().Ptr(),
+					})
+					continue
+				}
+				exp.CacheTrustedKeys = append(exp.CacheTrustedKeys, absUnder(dir, expandHome(p, sc.lookupEnv)))
+			}
 		}
 	}
 	return exp, diags

@@ -143,6 +143,10 @@ type Experiment struct {
 	// CacheRequireSigned is cache { require_signed = true }: entries not
 	// signed with the team key (CAIRN_CACHE_SIGNING_KEY) are ignored.
 	CacheRequireSigned bool `json:"cache_require_signed,omitempty"`
+	// CacheTrustedKeys is cache { trusted_keys }: the public key files,
+	// made absolute against the spec's directory, of the writers whose
+	// signed entries are used; entries no listed key signed are ignored.
+	CacheTrustedKeys []string `json:"cache_trusted_keys,omitempty"`
 	// Budget holds the whole-run limits.
 	Budget RunBudget `json:"budget,omitzero"`
 	// Executor is the default executor of the phases ("" means local).

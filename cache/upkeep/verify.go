@@ -103,7 +103,20 @@ type VerifyReport struct {
 	InFlight        int   // temp files younger than TempGrace (writes in progress) and temp names of packs with published names: not a problem
 	Quarantined     int   // objects in quarantine/
 	NewerEntries    int   // entries in a newer format, left alone
-	Elapsed         time.Duration
+	// Signers counts the entries that decoded by the writer's key that
+	// signed them (its comment and fingerprint when the cache trusts it,
+	// else its fingerprint alone); entries no writer signed are not
+	// counted here.
+	Signers []SignerCount `json:",omitempty"`
+	Elapsed time.Duration
+}
+
+// SignerCount is how many entries one writer's key signed.
+type SignerCount struct {
+	Signer      string // cache.PublicKey.String()
+	Fingerprint string
+	Trusted     bool // the key is one of the cache's TrustedKeys
+	Entries     int
 }
 
 // ExitCode sums, over the problems not repaired, 1 for corrupt, dangling,
@@ -485,9 +498,27 @@ func (v *verifier) checkEntry(f storeFile) {
 		v.quarantined(ProblemDangling, "entry", id, f, fh, fmt.Errorf("%s: blob %s is missing", r.What, r.Digest.Short()))
 		return
 	}
+	v.countSigner(b)
 	if err := v.c.CheckTrust(b); err != nil {
 		v.quarantined(ProblemUntrusted, "entry", id, f, fh, err)
 	}
+}
+
+// countSigner counts the entry b under the key that signed it, if any.
+func (v *verifier) countSigner(b []byte) {
+	k := v.c.Signer(b)
+	if k == nil {
+		return
+	}
+	fp := k.Fingerprint()
+	for i := range v.rep.Signers {
+		if v.rep.Signers[i].Fingerprint == fp {
+			v.rep.Signers[i].Entries++
+			return
+		}
+	}
+	v.rep.Signers = append(v.rep.Signers, SignerCount{Signer: k.String(), Fingerprint: fp, Trusted: v.c.Trusts(k), Entries: 1})
+	sort.Slice(v.rep.Signers, func(i, j int) bool { return v.rep.Signers[i].Signer < v.rep.Signers[j].Signer })
 }
 
 // checkTemp reports temp files older than TempGrace, and removes them

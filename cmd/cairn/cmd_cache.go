@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"math"
+	"os"
+	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +35,7 @@ to share it with a Unix group, and how to sync it with a remote cache.`,
 		newCacheGCCommand(g),
 		newCachePushCommand(g),
 		newCachePullCommand(g),
+		newCacheKeygenCommand(),
 	)
 	return cmd
 }
@@ -285,7 +289,8 @@ is there, and look for temp files left by crashes and (in a shared cache) wrong
 modes. It takes no lock: runs may go on meanwhile.
 
 The exit status adds 1 for corrupt or dangling objects, orphaned temp files and
-wrong modes, 2 for unsigned or wrongly signed entries (with require_signed), and
+wrong modes, 2 for entries the signing policy refuses (require_signed,
+trusted_keys), and
 4 for I/O errors. --repair moves what is broken to quarantine/ (so the next run
 rebuilds it), removes orphaned temp files and fixes the modes of your files.
 --subset 1/10 reads a tenth of the blobs (run 1/10 … 10/10 to cover them all).`,
@@ -322,6 +327,13 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 					}
 					fmt.Fprintln(out, line)
 				}
+				for _, sc := range rep.Signers {
+					trust := ""
+					if !sc.Trusted {
+						trust = " (not a trusted key)"
+					}
+					fmt.Fprintf(out, "signed by %s%s: %s\n", sc.Signer, trust, progress.Plural(sc.Entries, "entry"))
+				}
 				mbps := 0.0
 				if s := rep.Elapsed.Seconds(); s > 0 {
 					mbps = float64(rep.ReadBytes) / 1e6 / s
@@ -340,6 +352,62 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 	cmd.Flags().StringVar(&subset, "subset", "", "read only blob `N/M` of every M")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func newCacheKeygenCommand() *cobra.Command {
+	var out, comment string
+	cmd := &cobra.Command{
+		Use:   "keygen [--out PREFIX] [--comment TEXT]",
+		Short: "Write a new Ed25519 key pair for signing the cache entries you write",
+		Long: `keygen writes a signing key (PREFIX, mode 0600) and its public key
+(PREFIX.pub). Point CAIRN_SIGNING_KEY at the first: every entry this cairn then
+writes carries your signature. Commit the second where readers list it, in
+cache { trusted_keys = [...] } or CAIRN_TRUSTED_KEYS: they then use only the
+entries a listed key signed. It never overwrites a file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				dir, err := os.UserConfigDir()
+				if err != nil {
+					return usageError{fmt.Errorf("no configuration directory to keep the key in (%w): give --out PREFIX", err)}
+				}
+				dir = filepath.Join(dir, "cairn")
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return err
+				}
+				out = filepath.Join(dir, "signing-key")
+			}
+			if !cmd.Flags().Changed("comment") {
+				comment = defaultKeyComment()
+			}
+			k, err := cache.GenerateKey(comment)
+			if err != nil {
+				return usageError{fmt.Errorf("--comment: %w", err)}
+			}
+			priv, pub, err := cache.WriteKeyPair(out, k)
+			if err != nil {
+				return usageError{err}
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "signing key: %s (keep it to yourself; export CAIRN_SIGNING_KEY=%s)\n", priv, priv)
+			fmt.Fprintf(w, "public key:  %s (readers list it in cache { trusted_keys } or CAIRN_TRUSTED_KEYS)\n", pub)
+			fmt.Fprintf(w, "fingerprint: %s\n", k.Public().Fingerprint())
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the key to `PREFIX` and PREFIX.pub (default: cairn/signing-key in your configuration directory)")
+	cmd.Flags().StringVar(&comment, "comment", "", "name the key by `TEXT` in cairn cache verify and cairn why (default: user@host)")
+	return cmd
+}
+
+// defaultKeyComment is user@host, as far as they are known.
+func defaultKeyComment() string {
+	who := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		who = u.Username
+	}
+	host, _ := os.Hostname()
+	return strings.Trim(who+"@"+host, "@")
 }
 
 func verdict(rep *upkeep.VerifyReport) string {

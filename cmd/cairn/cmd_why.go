@@ -80,6 +80,9 @@ func writeWhy(w io.Writer, y *engine.Why, all bool) {
 			rel = "its last result"
 		}
 		fmt.Fprintf(w, "  compared with %s: key %s, stored %s%s\n", rel, shortKey(a.Key), a.Created.UTC().Format("2006-01-02 15:04:05 UTC"), who)
+		if a.SignedBy != "" {
+			fmt.Fprintf(w, "  signed by %s\n", a.SignedBy)
+		}
 	}
 	if y.Note != "" {
 		fmt.Fprintf(w, "  note: %s\n", y.Note)

@@ -489,6 +489,9 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*remote.Tiered, error) {
 	if k := os.Getenv("CAIRN_CACHE_SIGNING_KEY"); k != "" {
 		o.SigningKey = []byte(k)
 	}
+	if err := writerKeys(&o, exp.CacheTrustedKeys); err != nil {
+		return nil, usageError{err}
+	}
 	url := exp.CacheRemote
 	if v := os.Getenv("CAIRN_REMOTE_CACHE"); v != "" {
 		url = v
@@ -520,6 +523,35 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*remote.Tiered, error) {
 	g.caches = append(g.caches, c)
 	g.cachesMu.Unlock()
 	return remote.NewTiered(c, backend, readOnly, g.warn), nil
+}
+
+// writerKeys loads into o this writer's signing key (CAIRN_SIGNING_KEY
+// names its file) and the public keys of the trusted writers: the files
+// CAIRN_TRUSTED_KEYS lists (separated as PATH is), else those of the
+// spec's cache.trusted_keys. Errors name the file, never its content.
+func writerKeys(o *cache.Options, specKeys []string) error {
+	if p := os.Getenv("CAIRN_SIGNING_KEY"); p != "" {
+		k, err := cache.LoadPrivateKey(p)
+		if err != nil {
+			return fmt.Errorf("CAIRN_SIGNING_KEY: %w", err)
+		}
+		o.WriterKey = k
+	}
+	paths, from := specKeys, "cache.trusted_keys"
+	if v, ok := os.LookupEnv("CAIRN_TRUSTED_KEYS"); ok && v != "" {
+		paths, from = filepath.SplitList(v), "CAIRN_TRUSTED_KEYS"
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		k, err := cache.LoadPublicKey(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", from, err)
+		}
+		o.TrustedKeys = append(o.TrustedKeys, k)
+	}
+	return nil
 }
 
 // warn prints a one-line warning on stderr; safe from many goroutines.

@@ -14,7 +14,7 @@ import (
 
 // memoLayout is a hash of the layout below: a memo of another layout is
 // not read.
-const memoLayout = "bdfc20bb1353"
+const memoLayout = "3f01c55e9dbe"
 
 func writeExperiment(w *hint.Writer, x *spec.Experiment) {
 	w.Str(x.Name)
@@ -24,6 +24,7 @@ func writeExperiment(w *hint.Writer, x *spec.Experiment) {
 	w.Bool(x.CacheShared)
 	w.Str(x.CacheRemote)
 	w.Bool(x.CacheRequireSigned)
+	w.Strs(x.CacheTrustedKeys)
 	writeRunBudget(w, &x.Budget)
 	w.Str(x.Executor)
 	w.NilLen(len(x.ExecutorConfig), x.ExecutorConfig == nil)
@@ -50,6 +51,7 @@ func readExperiment(r *hint.Reader, x *spec.Experiment) {
 	x.CacheShared = r.Bool()
 	x.CacheRemote = r.Str()
 	x.CacheRequireSigned = r.Bool()
+	x.CacheTrustedKeys = r.Strs()
 	readRunBudget(r, &x.Budget)
 	x.Executor = r.Str()
 	if n0, ok := r.NilLen(); ok {
