@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -32,7 +33,7 @@ type Decision struct {
 	Key string `json:"key,omitempty"`
 	// Estimate is a phase to run's expected duration and spending, when
 	// the plan was asked for estimates (PlanOptions.Estimate).
-	Estimate *Estimate `json:"estimate,omitempty"`
+	Estimate *estimate.Estimate `json:"estimate,omitempty"`
 
 	key        cache.ActionID
 	components []cache.Component

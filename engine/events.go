@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -55,9 +56,9 @@ type Event struct {
 	Phases   []string     // for EventBegin
 	// Estimate is the phase's (EventStart); Estimates and Total the
 	// run's (EventEstimate).
-	Estimate  *Estimate
-	Estimates map[string]*Estimate
-	Total     *EstimateTotal
+	Estimate  *estimate.Estimate
+	Estimates map[string]*estimate.Estimate
+	Total     *estimate.Total
 	Time      time.Time
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/runrec"
 )
@@ -18,8 +19,8 @@ type PlanResult struct {
 	Restore   int         `json:"restore"`
 	// Estimate totals the estimates of the phases to run, and Warnings
 	// says where they exceed a budget (with PlanOptions.Estimate).
-	Estimate *EstimateTotal `json:"estimate,omitempty"`
-	Warnings []string       `json:"warnings,omitempty"`
+	Estimate *estimate.Total `json:"estimate,omitempty"`
+	Warnings []string        `json:"warnings,omitempty"`
 }
 
 // PlanOptions select what to plan, as RunOptions do.

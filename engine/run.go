@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/upkeep"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
@@ -620,7 +621,7 @@ type runner struct {
 	// estOnce and est: the history the estimates of the run's phases
 	// come from, read when its first command starts (runEstimates).
 	estOnce sync.Once
-	est     *estimator
+	est     *estimate.Estimator
 
 	// temps tracks temporary outputs (see temporary.go); under mu.
 	temps *tempRun

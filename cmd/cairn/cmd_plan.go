@@ -16,6 +16,7 @@ import (
 
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -261,7 +262,7 @@ func writePlanFooter(w io.Writer, plan *engine.PlanResult) {
 	}
 	io.WriteString(w, progress.EstimateLine(plan.Estimate)+"\n")
 	for _, d := range plan.Decisions {
-		if d.Estimate != nil && d.Estimate.Source == engine.EstimateSiblings {
+		if d.Estimate != nil && d.Estimate.Source == estimate.Siblings {
 			io.WriteString(w, "* borrowed from the other instances of its for_each, having no result of its own\n")
 			break
 		}

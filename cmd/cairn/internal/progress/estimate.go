@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -13,13 +13,13 @@ import (
 // its duration ("~1.2s", "unknown"; a star when borrowed from the other
 // instances of its for_each), its cost ("cost 0.3") and its iterations
 // ("40 it"), each empty when the history holds none of it.
-func EstimateCells(est *engine.Estimate) [3]string {
+func EstimateCells(est *estimate.Estimate) [3]string {
 	if !est.Known() {
 		return [3]string{"unknown"}
 	}
 	var c [3]string
 	c[0] = "~" + FormatDuration(ms(est.DurationMS.Est))
-	if est.Source == engine.EstimateSiblings {
+	if est.Source == estimate.Siblings {
 		c[0] += "*"
 	}
 	if est.Cost.Max > 0 {
@@ -34,7 +34,7 @@ func EstimateCells(est *engine.Estimate) [3]string {
 // EstimateLine is the plan's line of totals:
 //
 //	estimate for 3 phases: ~1.2s of work (0.9s–2.1s), ~0.6s with 4 jobs; cost 0.9 (0.6–1.2); 400 iterations (300–500); 1 phase unknown
-func EstimateLine(t *engine.EstimateTotal) string {
+func EstimateLine(t *estimate.Total) string {
 	if t.Phases == 0 {
 		return fmt.Sprintf("estimate: unknown for %s (no recorded run of them or of their for_each siblings)", Plural(t.Unknown, "phase"))
 	}

@@ -9,13 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/runrec"
 )
 
-func known(ms int64) *engine.Estimate {
-	return &engine.Estimate{Source: engine.EstimateHistory, Samples: 1,
-		DurationMS: &engine.Range[int64]{Est: ms, Min: ms, Max: ms},
-		Cost:       &engine.Range[float64]{}, Iterations: &engine.Range[int64]{}}
+func known(ms int64) *estimate.Estimate {
+	return &estimate.Estimate{Source: estimate.History, Samples: 1,
+		DurationMS: &estimate.Range[int64]{Est: ms, Min: ms, Max: ms},
+		Cost:       &estimate.Range[float64]{}, Iterations: &estimate.Range[int64]{}}
 }
 
 // TestTermETA: the bar's ETA comes from the run's estimates: what the
@@ -30,8 +31,8 @@ func TestTermETA(t *testing.T) {
 		t.Fatalf("eta before the estimates = %q, want none", got)
 	}
 	v.Report(engine.Event{Kind: engine.EventEstimate, Time: clock.t,
-		Estimates: map[string]*engine.Estimate{"a": known(10000), "b": known(20000), "c": {Source: engine.EstimateUnknown}},
-		Total:     &engine.EstimateTotal{Jobs: 2}})
+		Estimates: map[string]*estimate.Estimate{"a": known(10000), "b": known(20000), "c": {Source: estimate.Unknown}},
+		Total:     &estimate.Total{Jobs: 2}})
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "a", Attempt: 1, Estimate: known(12000), Time: clock.t})
 	clock.advance(4 * time.Second)
 	// a: 12s - 4s = 8s left; b: 20s; c unknown. (8+20)/2 = 14s.
@@ -55,7 +56,7 @@ func TestJSONEstimateEvents(t *testing.T) {
 	var buf strings.Builder
 	v := newJSONView(&buf)
 	v.Report(engine.Event{Kind: engine.EventEstimate, Time: t0,
-		Estimates: map[string]*engine.Estimate{"a": known(200)}, Total: &engine.EstimateTotal{Phases: 1, Jobs: 2, WallMS: 200}})
+		Estimates: map[string]*estimate.Estimate{"a": known(200)}, Total: &estimate.Total{Phases: 1, Jobs: 2, WallMS: 200}})
 	v.Report(engine.Event{Kind: engine.EventStart, Phase: "a", Attempt: 1, Estimate: known(200), Time: t0})
 	var got []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {

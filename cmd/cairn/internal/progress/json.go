@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/estimate"
 )
 
 // jsonView prints one JSON object per event, for machines, and a summary
@@ -34,9 +35,9 @@ type jsonEvent struct {
 	Message    string    `json:"message,omitempty"`
 	// Estimate is a starting phase's; Estimates and Total those of the
 	// run's unsettled phases, in the "estimate" event.
-	Estimate  *engine.Estimate            `json:"estimate,omitempty"`
-	Estimates map[string]*engine.Estimate `json:"estimates,omitempty"`
-	Total     *engine.EstimateTotal       `json:"total,omitempty"`
+	Estimate  *estimate.Estimate            `json:"estimate,omitempty"`
+	Estimates map[string]*estimate.Estimate `json:"estimates,omitempty"`
+	Total     *estimate.Total               `json:"total,omitempty"`
 }
 
 var eventNames = map[engine.EventKind]string{

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -48,7 +49,7 @@ type termView struct {
 
 	// ests holds the phases' estimates, once the run reported them, and
 	// jobs its job slots: the bar's ETA (see eta).
-	ests map[string]*engine.Estimate
+	ests map[string]*estimate.Estimate
 	jobs int
 
 	stopTick chan struct{}
