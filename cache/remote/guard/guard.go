@@ -59,6 +59,8 @@ type Options struct {
 // ErrDeadline is the cause of an operation the guard cut short.
 var ErrDeadline = errors.New("remote cache operation exceeded its deadline")
 
+var errSwitchedOff = errors.New("remote cache switched off")
+
 // Guard wraps a backend; it is safe for concurrent use.
 type Guard struct {
 	b        Backend
@@ -71,6 +73,10 @@ type Guard struct {
 	inRow atomic.Int32
 	off   atomic.Pointer[error]
 	once  sync.Once
+	// offCtx is done once the remote is switched off: operations still in
+	// flight (retrying, waiting on a stalled body) end with it.
+	offCtx context.Context
+	setOff context.CancelFunc
 }
 
 // Wrap returns b behind a guard.
@@ -91,6 +97,7 @@ func Wrap(b Backend, o Options) *Guard {
 	if g.warn == nil {
 		g.warn = func(string) {}
 	}
+	g.offCtx, g.setOff = context.WithCancel(context.Background())
 	return g
 }
 
@@ -115,9 +122,17 @@ func (g *Guard) begin(ctx context.Context, d time.Duration) (context.Context, co
 		return nil, nil, *e
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(g.stop, func() { cancel(context.Canceled) })
+	stop := g.watch(cancel)
 	t := time.AfterFunc(d, func() { cancel(ErrDeadline) })
 	return ctx, func() { t.Stop(); stop(); cancel(nil) }, nil
+}
+
+// watch ends an operation when the run is interrupted or the remote is
+// switched off; the returned func stops watching.
+func (g *Guard) watch(cancel context.CancelCauseFunc) func() {
+	s1 := context.AfterFunc(g.stop, func() { cancel(context.Canceled) })
+	s2 := context.AfterFunc(g.offCtx, func() { cancel(errSwitchedOff) })
+	return func() { s1(); s2() }
 }
 
 // end counts the outcome of an operation and returns the error to report.
@@ -134,6 +149,8 @@ func (g *Guard) end(ctx context.Context, op string, err error, local error) erro
 	case errors.Is(err, remote.ErrUnavailable):
 		g.switchOff(err, "") // the backend has warned
 		return err
+	case context.Cause(ctx) == errSwitchedOff:
+		return *g.off.Load()
 	case context.Cause(ctx) == ErrDeadline:
 		return g.switchOff(err, fmt.Sprintf("%s did not finish in time (no answer, a stalled or too slow transfer)", op))
 	case ctx.Err() != nil:
@@ -152,6 +169,7 @@ func (g *Guard) switchOff(cause error, why string) error {
 	g.once.Do(func() {
 		var e error = &offError{name: g.b.String(), cause: cause}
 		g.off.Store(&e)
+		g.setOff()
 		if why != "" {
 			g.warn(fmt.Sprintf("warning: remote cache %s: %s; switched off for the rest of this run, continuing with the local cache only", g.b.String(), why))
 		}
@@ -248,7 +266,7 @@ func (g *Guard) OpenBlob(ctx context.Context, d cache.Digest) (io.ReadCloser, er
 		return nil, *e
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(g.stop, func() { cancel(context.Canceled) })
+	stop := g.watch(cancel)
 	r := &blobReader{g: g, ctx: ctx, cancel: cancel, stop: stop, op: "get blob " + d.Short(), start: time.Now()}
 	r.t = time.AfterFunc(g.timeout, func() { cancel(ErrDeadline) })
 	rc, err := g.b.OpenBlob(ctx, d)
@@ -264,7 +282,7 @@ type blobReader struct {
 	g      *Guard
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	stop   func() bool
+	stop   func()
 	t      *time.Timer
 	rc     io.ReadCloser
 	op     string
