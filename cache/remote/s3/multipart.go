@@ -23,12 +23,17 @@ import (
 // its SHA-256; the upload is completed only once the caller's reader has
 // reached its end without error (it checks the whole content's digest
 // there), and aborted otherwise.
-func (c *Client) putMultipart(ctx context.Context, k string, size int64, open func() (io.ReadCloser, error)) (err error) {
-	rc, err := open()
+func (c *Client) putMultipart(ctx context.Context, k string, sum [32]byte, size int64, open func() (io.ReadCloser, error)) (err error) {
+	orc, err := open()
 	if err != nil {
 		return &localError{err}
 	}
-	defer rc.Close()
+	defer orc.Close()
+	// The parts' checksums guard each part; this guards the whole, so the
+	// object is completed only if it is the blob its name says, whatever
+	// the caller's reader checks.
+	whole := sha256.New()
+	rc := io.TeeReader(orc, whole)
 	var id string
 	err = c.call(ctx, func(ctx context.Context) error {
 		out, err := c.api.CreateMultipartUpload(ctx, &awss3.CreateMultipartUploadInput{
@@ -102,6 +107,9 @@ func (c *Client) putMultipart(ctx context.Context, k string, size int64, open fu
 	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if got := whole.Sum(nil); !bytes.Equal(got, sum[:]) {
+		return &localError{fmt.Errorf("local copy hashes to %x, not to its name", got[:6])}
 	}
 	return c.call(ctx, func(ctx context.Context) error {
 		_, err := c.api.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{

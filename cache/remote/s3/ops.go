@@ -138,7 +138,7 @@ func (c *Client) PutBlob(ctx context.Context, d cache.Digest, size int64, open f
 	k := c.key("cas", d.String())
 	var err error
 	if size > multipartAbove {
-		err = c.putMultipart(ctx, k, size, open)
+		err = c.putMultipart(ctx, k, sum, size, open)
 	} else if err = acquire(ctx); err == nil {
 		err = c.putObject(ctx, k, sum, size, open)
 		release()
