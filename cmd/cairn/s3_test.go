@@ -292,4 +292,3 @@ func TestS3Faults(t *testing.T) {
 		})
 	}
 }
-
