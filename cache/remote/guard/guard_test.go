@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/cache/remote"
 )
 
 // fake is a backend whose every call returns err, and whose blob body
@@ -80,7 +81,7 @@ func TestSwitchOff(t *testing.T) {
 		{"local copy fails", nil, func(g *Guard) error {
 			return g.PutBlob(context.Background(), cache.Digest{}, 1, func() (io.ReadCloser, error) { return failingReader{}, nil })
 		}, 6, 0},
-		{"backend says unreachable", cache.ErrRemoteUnavailable, func(g *Guard) error { _, err := g.HasBlob(context.Background(), cache.Digest{}); return err }, 1, 0},
+		{"backend says unreachable", remote.ErrUnavailable, func(g *Guard) error { _, err := g.HasBlob(context.Background(), cache.Digest{}); return err }, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &fake{err: tc.err}
@@ -93,7 +94,7 @@ func TestSwitchOff(t *testing.T) {
 				t.Errorf("calls, warnings (-want +got):\n%s\n%s", diff, strings.Join(warns, "\n"))
 			}
 			if tc.wantCalls < 6 {
-				if err := tc.op(g); !errors.Is(err, cache.ErrRemoteUnavailable) {
+				if err := tc.op(g); !errors.Is(err, remote.ErrUnavailable) {
 					t.Errorf("after switch-off: %v, want ErrRemoteUnavailable", err)
 				}
 			}

@@ -61,7 +61,7 @@ func (c *Client) GetEntry(ctx context.Context, key cache.ActionID) ([]byte, erro
 			return &localError{fmt.Errorf("entry of %d bytes refused: more than the %d bytes an entry may have", n, MaxEntrySize)}
 		}
 		b, err = readBody(out.Body, aws.ToInt64(out.ContentLength), MaxEntrySize)
-		mod = aws.ToTime(out.LastModified)
+		mod = lastUse(out.LastModified, out.Metadata)
 		return err
 	})
 	if err != nil {
@@ -89,16 +89,30 @@ func readBody(r io.Reader, want, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// touch records a use of object k: copying it onto itself renews its
-// LastModified, which is all GC looks at. A failure only makes the entry
-// look older; it is not reported.
+// useKey is the user metadata (x-amz-meta-cairn-used) holding the time of
+// an entry's last recorded use.
+const useKey = "cairn-used"
+
+// lastUse is when an object was last written or recorded as used.
+func lastUse(mod *time.Time, meta map[string]string) time.Time {
+	t := aws.ToTime(mod)
+	if u, err := time.Parse(time.RFC3339, meta[useKey]); err == nil && u.After(t) {
+		t = u
+	}
+	return t
+}
+
+// touch records a use of object k: copying it onto itself with new
+// metadata (the bytes stay) sets its use time, and on most stores renews
+// its LastModified too. A failure only makes the entry look older; it is
+// not reported.
 func (c *Client) touch(ctx context.Context, k string) {
 	src := url.PathEscape(c.bucket) + "/" + (&url.URL{Path: k}).EscapedPath()
 	_ = c.call(ctx, func(ctx context.Context) error {
 		_, err := c.api.CopyObject(ctx, &awss3.CopyObjectInput{
 			Bucket: &c.bucket, Key: &k, CopySource: &src,
 			MetadataDirective: types.MetadataDirectiveReplace,
-			Metadata:          map[string]string{"cairn-used": c.now().UTC().Format(time.DateOnly)},
+			Metadata:          map[string]string{useKey: c.now().UTC().Format(time.RFC3339)},
 		})
 		return err
 	})
