@@ -128,7 +128,7 @@ func (g *globals) watchContext(ctx context.Context) context.Context {
 func (g *globals) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&g.File, "file", "f", spec.DefaultFile, "read the experiment from `FILE`")
 	f.StringVar(&g.CacheDir, "cache-dir", "", "use the cache in `DIR` (default $CAIRN_CACHE_DIR, cache.dir, or ~/.cache/cairn)")
-	f.StringVar(&g.RemoteCache, "remote-cache", "", "use the Bazel HTTP cache at `URL` behind the local cache (default $CAIRN_REMOTE_CACHE, cache.remote; \"off\" disables)")
+	f.StringVar(&g.RemoteCache, "remote-cache", "", "use the remote cache at `URL` behind the local cache (http(s):// Bazel HTTP cache, or s3://bucket/prefix) (default $CAIRN_REMOTE_CACHE, cache.remote; \"off\" disables)")
 	f.BoolVar(&g.RemoteReadOnly, "remote-read-only", false, "read from the remote cache but never upload to it (also CAIRN_REMOTE_READ_ONLY=1)")
 	f.BoolVar(&g.RemoteInsecure, "remote-insecure", false, "allow sending remote-cache credentials over plain http to a host that is not this machine")
 	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable; wins over -var-file and CAIRN_VAR_NAME)")
