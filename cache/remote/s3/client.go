@@ -74,7 +74,10 @@ type Options struct {
 
 // Client is one bucket and prefix. It is safe for concurrent use.
 type Client struct {
-	api      *awss3.Client
+	api      *awss3.Client // set by ready
+	load     func() error
+	loadOnce sync.Once
+	loadErr  error
 	bucket   string
 	prefix   string // "" or ending in "/"
 	name     string // s3://bucket/prefix/, for messages
@@ -139,32 +142,40 @@ func New(ctx context.Context, rawURL string, o Options) (*Client, error) {
 		pathStyle = true
 	}
 	name := "s3://" + bucket + "/" + prefix
-	var hc config.HTTPClient = defaultHTTPClient()
+	var hc config.HTTPClient
 	if o.HTTPClient != nil {
 		hc = o.HTTPClient
 	}
-	cfg, err := config.LoadDefaultConfig(ctx,
-		config.WithHTTPClient(hc),
-		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }), // retries are ours: Retry-After, local bodies
-		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
-	)
-	if err != nil {
-		// The SDK's message names the file or setting that failed, never a secret.
-		return nil, fmt.Errorf("remote cache %s: load AWS configuration: %w", name, err)
-	}
-	if cfg.Region == "" {
-		cfg.Region = "us-east-1"
-	}
-	cfg.ClientLogMode = 0 // nothing of a request is ever logged
-	api := awss3.NewFromConfig(cfg, func(so *awss3.Options) {
-		so.UsePathStyle = pathStyle || endpointNeedsPathStyle(so.BaseEndpoint)
-		so.DisableLogOutputChecksumValidationSkipped = true
-	})
 	initSlots(o.Transfers)
 	c := &Client{
-		api: api, bucket: bucket, prefix: prefix, name: name, readOnly: o.ReadOnly,
+		bucket: bucket, prefix: prefix, name: name, readOnly: o.ReadOnly,
 		retries: o.Retries, retryDelay: o.RetryDelay, now: o.Now,
+	}
+	// The AWS configuration is loaded on first use: a run whose phases
+	// all hit the local cache never asks the remote anything.
+	c.load = func() error {
+		if hc == nil {
+			hc = defaultHTTPClient()
+		}
+		cfg, err := config.LoadDefaultConfig(ctx,
+			config.WithHTTPClient(hc),
+			config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }), // retries are ours: Retry-After, local bodies
+			config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+			config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+		)
+		if err != nil {
+			// The SDK's message names the file or setting that failed, never a secret.
+			return fmt.Errorf("load AWS configuration: %w", err)
+		}
+		if cfg.Region == "" {
+			cfg.Region = "us-east-1"
+		}
+		cfg.ClientLogMode = 0 // nothing of a request is ever logged
+		c.api = awss3.NewFromConfig(cfg, func(so *awss3.Options) {
+			so.UsePathStyle = pathStyle || endpointNeedsPathStyle(so.BaseEndpoint)
+			so.DisableLogOutputChecksumValidationSkipped = true
+		})
+		return nil
 	}
 	switch {
 	case c.retries == 0:
@@ -251,5 +262,11 @@ func (c *Client) GoString() string { return "s3.Client(" + c.name + ")" }
 
 // ReadOnly reports whether the client never writes.
 func (c *Client) ReadOnly() bool { return c.readOnly }
+
+// ready loads the AWS configuration once; every operation starts with it.
+func (c *Client) ready() error {
+	c.loadOnce.Do(func() { c.loadErr = c.load() })
+	return c.loadErr
+}
 
 func (c *Client) key(kind, hex string) string { return c.prefix + kind + "/" + hex }

@@ -22,6 +22,9 @@ import (
 // (never returns io.EOF early) if the content is shorter or longer than the
 // object's size. It does not hash: the caller must.
 func (c *Client) OpenBlob(ctx context.Context, d cache.Digest) (io.ReadCloser, error) {
+	if err := c.ready(); err != nil {
+		return nil, c.fail("get blob", d.Short(), err)
+	}
 	k := c.key("cas", d.String())
 	if err := acquire(ctx); err != nil {
 		return nil, c.fail("get blob", d.Short(), err)

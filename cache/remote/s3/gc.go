@@ -50,6 +50,9 @@ type object struct {
 
 // list returns the objects under prefix/kind/.
 func (c *Client) list(ctx context.Context, kind string) ([]object, error) {
+	if err := c.ready(); err != nil {
+		return nil, fmt.Errorf("remote cache %s: %w", c.name, err)
+	}
 	p := c.prefix + kind + "/"
 	pg := awss3.NewListObjectsV2Paginator(c.api, &awss3.ListObjectsV2Input{Bucket: &c.bucket, Prefix: &p})
 	var out []object

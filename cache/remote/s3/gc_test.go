@@ -113,5 +113,6 @@ func TestGCEvictsUnused(t *testing.T) {
 
 // withClock is c with another clock.
 func (c *Client) withClock(now func() time.Time) *Client {
-	return &Client{api: c.api, bucket: c.bucket, prefix: c.prefix, name: c.name, retries: c.retries, retryDelay: c.retryDelay, now: now}
+	c.ready()
+	return &Client{load: c.load, api: c.api, bucket: c.bucket, prefix: c.prefix, name: c.name, retries: c.retries, retryDelay: c.retryDelay, now: now}
 }

@@ -24,6 +24,9 @@ import (
 
 // HasBlob reports whether the bucket holds blob d (HEAD).
 func (c *Client) HasBlob(ctx context.Context, d cache.Digest) (bool, error) {
+	if err := c.ready(); err != nil {
+		return false, c.fail("head blob", d.Short(), err)
+	}
 	key := c.key("cas", d.String())
 	err := c.call(ctx, func(ctx context.Context) error {
 		_, err := c.api.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: &c.bucket, Key: &key})
@@ -42,6 +45,9 @@ func (c *Client) HasBlob(ctx context.Context, d cache.Digest) (bool, error) {
 // than MaxEntrySize. A miss wraps [cache.ErrNotFound]. A hit on an entry
 // whose LastModified is over a day old renews it (see package doc).
 func (c *Client) GetEntry(ctx context.Context, key cache.ActionID) ([]byte, error) {
+	if err := c.ready(); err != nil {
+		return nil, c.fail("get entry", key.Short(), err)
+	}
 	k := c.key("ac", key.String())
 	if err := acquire(ctx); err != nil {
 		return nil, c.fail("get entry", key.Short(), err)
@@ -124,6 +130,9 @@ func (c *Client) PutEntry(ctx context.Context, key cache.ActionID, b []byte) err
 	if c.readOnly {
 		return c.fail("put entry", key.Short(), ErrReadOnly)
 	}
+	if err := c.ready(); err != nil {
+		return c.fail("put entry", key.Short(), err)
+	}
 	sum := sha256.Sum256(b)
 	if err := acquire(ctx); err != nil {
 		return c.fail("put entry", key.Short(), err)
@@ -147,6 +156,9 @@ func (c *Client) PutBlob(ctx context.Context, d cache.Digest, size int64, open f
 	}
 	if size < 0 {
 		return c.fail("put blob", d.Short(), fmt.Errorf("negative size %d", size))
+	}
+	if err := c.ready(); err != nil {
+		return c.fail("put blob", d.Short(), err)
 	}
 	sum := [32]byte(d)
 	k := c.key("cas", d.String())
