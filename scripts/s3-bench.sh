@@ -13,7 +13,9 @@
 # cairn push: `cairn cache push` of a workspace whose phase ran with the
 # remote off; cairn pull: `cairn cache pull` into an empty local cache.
 # rclone: `rclone copy` of the same files up to, and back from, the same
-# bucket (its defaults: 4 transfers, multipart above 200 MiB). Peak RSS from
+# bucket (its defaults: 4 transfers, multipart above 200 MiB; with
+# --expect-continue-timeout 0, else every upload of 2 MB or more waits a second
+# for a 100 Continue that versitygw never sends). Peak RSS from
 # /usr/bin/time. Needs rclone (Debian package) and the env file of
 # scripts/s3-setup.sh. Scratch space under $BENCH_DIR (/var/tmp/cairn-s3-bench,
 # about 8 GiB while the large shape runs), removed at the end.
@@ -58,8 +60,8 @@ shape() {
   mkdir -p "$ws/out"
   cat >"$ws/experiment.hcl" <<HCL
 phase "gen" {
-  command = "for i in \$(seq 1 $count); do head -c ${mib}M /dev/urandom > out/f\$i.bin; done"
-  outputs = ["out/*.bin"]
+  command = "mkdir -p out && for i in \$(seq 1 $count); do head -c ${mib}M /dev/urandom > out/f\$i.bin; done"
+  outputs = ["out"]
   params  = { round = "$round" }
 }
 HCL
@@ -67,10 +69,10 @@ HCL
   local remote=s3://$bucket/bench-$round-$name
   (cd "$ws" && CAIRN_CACHE_DIR=$BENCH_DIR/cache-$name CAIRN_REMOTE_CACHE=$remote \
     measure cairn "$name" push "$bytes" -- "$CAIRN" cache push)
-  measure rclone "$name" push "$bytes" -- rclone copy "$ws/out" "bench:$bucket/rclone-$round-$name"
+  measure rclone "$name" push "$bytes" -- env -u AWS_CA_BUNDLE rclone --config /dev/null --expect-continue-timeout 0 copy "$ws/out" "bench:$bucket/rclone-$round-$name"
   (cd "$ws" && CAIRN_CACHE_DIR=$BENCH_DIR/pull-$name CAIRN_REMOTE_CACHE=$remote \
     measure cairn "$name" pull "$bytes" -- "$CAIRN" cache pull)
-  measure rclone "$name" pull "$bytes" -- rclone copy "bench:$bucket/rclone-$round-$name" "$BENCH_DIR/rclone-$name"
+  measure rclone "$name" pull "$bytes" -- env -u AWS_CA_BUNDLE rclone --config /dev/null --expect-continue-timeout 0 copy "bench:$bucket/rclone-$round-$name" "$BENCH_DIR/rclone-$name"
   rm -rf "$ws" "$BENCH_DIR/cache-$name" "$BENCH_DIR/pull-$name" "$BENCH_DIR/rclone-$name"
 }
 

@@ -285,10 +285,60 @@ func TestS3Faults(t *testing.T) {
 			if took > 60*time.Second {
 				t.Errorf("run took %v", took)
 			}
+			if sec := os.Getenv("AWS_SECRET_ACCESS_KEY"); sec != "" && strings.Contains(out+errOut, sec) {
+				t.Errorf("the secret access key appears in cairn's output:\n%s", errOut)
+			}
 			vout, verr, _, err := runBounded(t, bin, ws, 60*time.Second, nil, "cache", "verify")
 			if err != nil {
 				t.Fatalf("cairn cache verify after %s: %v\n%s%s", tc.mode, err, vout, verr)
 			}
 		})
+	}
+}
+
+// TestS3ReadOnlyAndSigned: --remote-read-only writes nothing to the
+// bucket, and with require_signed a reader uses only entries signed with
+// its team key, as with an HTTP server.
+func TestS3ReadOnlyAndSigned(t *testing.T) {
+	url, _ := s3Env(t)
+	bin := buildCairn(t)
+	round := fmt.Sprint(time.Now().UnixNano())
+	prefix := url + "/signed-" + round
+	run := func(env ...string) (ran, fromCache int, stdout string) {
+		t.Helper()
+		d := filepath.Join(t.TempDir(), "ws")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "experiment.hcl"), []byte(teamSpec("")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, _, err := runBounded(t, bin, d, 60*time.Second, env, "run", "-var", "round="+round)
+		if err != nil {
+			t.Fatalf("cairn run: %v\n%s%s", err, out, errOut)
+		}
+		r, c, rs := ranCounts(t, []byte(out))
+		so, se, _, err := runBounded(t, bin, d, 60*time.Second, env, "cache", "stats", "--remote")
+		if err != nil {
+			t.Fatalf("cairn cache stats --remote: %v\n%s%s", err, so, se)
+		}
+		return r, c + rs, so
+	}
+	// Read-only first: it runs everything and the bucket stays empty.
+	ran, _, stats := run("CAIRN_REMOTE_CACHE="+prefix, "CAIRN_REMOTE_READ_ONLY=1")
+	if ran != 10 || !strings.Contains(stats, ": 0 entries") {
+		t.Fatalf("read-only run: ran %d, bucket:\n%s", ran, stats)
+	}
+	// A writer signs with the team key.
+	if ran, _, stats = run("CAIRN_REMOTE_CACHE="+prefix, "CAIRN_CACHE_SIGNING_KEY=team-key"); ran != 10 || !strings.Contains(stats, ": 10 entries") {
+		t.Fatalf("signing writer: ran %d, bucket:\n%s", ran, stats)
+	}
+	// A reader requiring another key uses none of them.
+	if ran, _, _ = run("CAIRN_REMOTE_CACHE="+prefix, "CAIRN_CACHE_SIGNING_KEY=other-key", "CAIRN_CACHE_REQUIRE_SIGNED=1", "CAIRN_REMOTE_READ_ONLY=1"); ran != 10 {
+		t.Fatalf("a reader with another key ran %d phases, want all 10 (the entries are not signed with its key)", ran)
+	}
+	// A reader with the team key uses them all.
+	if ran, got, _ := run("CAIRN_REMOTE_CACHE="+prefix, "CAIRN_CACHE_SIGNING_KEY=team-key", "CAIRN_CACHE_REQUIRE_SIGNED=1", "CAIRN_REMOTE_READ_ONLY=1"); ran != 0 || got != 10 {
+		t.Fatalf("a reader with the team key ran %d, got %d from the bucket; want 0 and 10", ran, got)
 	}
 }

@@ -33,6 +33,9 @@ const (
 	// DefaultTransfers bounds the parts (and small objects) in flight in
 	// the whole process, and with PartSize the memory they hold.
 	DefaultTransfers = 8
+	// MaxBuffers bounds the part buffers in the process (MaxBuffers x
+	// PartSize bytes), within the bound on transfers.
+	MaxBuffers = 4
 	// readAhead is how many parts one download fetches ahead of its reader.
 	readAhead = 4
 	// MaxEntrySize bounds the body of an action entry.
@@ -96,7 +99,10 @@ type Client struct {
 var (
 	slotsOnce sync.Once
 	slots     chan struct{} // the process-wide bound on transfers
-	bufPool   = sync.Pool{New: func() any { b := make([]byte, PartSize); return &b }}
+	// bufs holds the part buffers, made on first need and reused: their
+	// number, not the blobs' sizes, bounds the memory transfers hold.
+	bufs     = make(chan *[]byte, MaxBuffers)
+	bufsMade atomic.Int32
 )
 
 func initSlots(n int) {
@@ -119,6 +125,29 @@ func acquire(ctx context.Context) error {
 }
 
 func release() { <-slots }
+
+// getBuf returns a part buffer, waiting for one to be free if MaxBuffers
+// are in use.
+func getBuf(ctx context.Context) (*[]byte, error) {
+	select {
+	case b := <-bufs:
+		return b, nil
+	default:
+	}
+	if bufsMade.Add(1) <= MaxBuffers {
+		b := make([]byte, PartSize)
+		return &b, nil
+	}
+	bufsMade.Add(-1)
+	select {
+	case b := <-bufs:
+		return b, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+func putBuf(b *[]byte) { bufs <- b }
 
 // Open is the [remote.Factory] for s3 URLs.
 func Open(u *url.URL, o remote.Options) (remote.Backend, error) {

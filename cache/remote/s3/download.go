@@ -170,7 +170,7 @@ func (r *partReader) Read(p []byte) (int, error) {
 // done returns a read part's buffer and slot, making room for the next.
 func (r *partReader) done(pt *part) {
 	if pt.bp != nil {
-		bufPool.Put(pt.bp)
+		putBuf(pt.bp)
 		release()
 	}
 	<-r.ahead
@@ -200,7 +200,13 @@ func (r *partReader) prefetch() {
 			<-r.ahead
 			return
 		}
-		pt := &part{bp: bufPool.Get().(*[]byte), ready: make(chan struct{})}
+		bp, err := getBuf(r.ctx)
+		if err != nil {
+			release()
+			<-r.ahead
+			return
+		}
+		pt := &part{bp: bp, ready: make(chan struct{})}
 		pt.buf = (*pt.bp)[:min(PartSize, r.total-off)]
 		go func(off int64) {
 			defer close(pt.ready)

@@ -74,10 +74,14 @@ func (c *Client) putMultipart(ctx context.Context, k string, sum [32]byte, size 
 		if err := acquire(ctx); err != nil {
 			break
 		}
-		bp := bufPool.Get().(*[]byte)
+		bp, err := getBuf(ctx)
+		if err != nil {
+			release()
+			break
+		}
 		buf := (*bp)[:min(PartSize, size-int64(i)*PartSize)]
 		if _, rerr := io.ReadFull(rc, buf); rerr != nil {
-			bufPool.Put(bp)
+			putBuf(bp)
 			release()
 			setErr(&localError{fmt.Errorf("part %d: %w", i+1, rerr)})
 			break
@@ -86,7 +90,7 @@ func (c *Client) putMultipart(ctx context.Context, k string, sum [32]byte, size 
 		go func(i int, buf []byte) {
 			defer wg.Done()
 			defer release()
-			defer bufPool.Put(bp)
+			defer putBuf(bp)
 			if err := c.uploadPart(ctx, k, id, int32(i+1), buf, &parts[i]); err != nil {
 				setErr(fmt.Errorf("part %d of %d: %w", i+1, n, err))
 			}
