@@ -10,6 +10,7 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/cache/remote/s3"
+	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 )
 
 // s3Remote returns the S3 client behind c's remote, or a usage error
@@ -56,8 +57,8 @@ func remoteGC(cmd *cobra.Command, g *globals, maxAge time.Duration, dry, asJSON 
 		}
 	}
 	fmt.Fprintf(out, "gc --remote %s: %s %s and %s (%s), %d unfinished uploads; kept %s and %s\n",
-		s, verb, plural(rep.EntriesRemoved, "entry"), plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.UploadsAborted,
-		plural(rep.EntriesKept, "entry"), plural(rep.BlobsKept, "blob"))
+		s, verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.UploadsAborted,
+		progress.Plural(rep.EntriesKept, "entry"), progress.Plural(rep.BlobsKept, "blob"))
 	for _, w := range rep.Warnings {
 		g.warn("gc --remote: " + w)
 	}

@@ -116,7 +116,7 @@ func TestS3TwoUsersShareThroughBucket(t *testing.T) {
 		}
 		ws = append(ws, filepath.Join(dir, "ws"))
 	}
-	if diff := cmp.Diff(outputs(t, ws[0]), outputs(t, ws[1])); diff != "" {
+	if diff := cmp.Diff(outTexts(t, ws[0]), outTexts(t, ws[1])); diff != "" {
 		t.Fatalf("outputs through the bucket differ (-first +second):\n%s", diff)
 	}
 }
@@ -247,7 +247,7 @@ func TestS3Faults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("filling the bucket: %v\n%s%s", err, out, errOut)
 	}
-	want := outputs(t, src)
+	want := outTexts(t, src)
 
 	for _, tc := range []struct {
 		mode      string
@@ -276,7 +276,7 @@ func TestS3Faults(t *testing.T) {
 			if tc.allRemote && (ran != 0 || cached+restored != 11) {
 				t.Errorf("ran %d (cached %d, restored %d): the retries should have fetched everything\n%s%s", ran, cached, restored, out, errOut)
 			}
-			if diff := cmp.Diff(want, outputs(t, ws)); diff != "" {
+			if diff := cmp.Diff(want, outTexts(t, ws)); diff != "" {
 				t.Errorf("outputs differ from the source workspace (-want +got):\n%s", diff)
 			}
 			if got := strings.Count(errOut, "switched off"); tc.warn && got != 1 || !tc.warn && got != 0 {
