@@ -143,13 +143,14 @@ func (t *Tiered) fetchEntry(key cache.ActionID) (*cache.Entry, error) {
 	if err != nil {
 		return nil, t.reject("entry", key.String(), err)
 	}
-	for _, ref := range e.Blobs() {
+	err = eachBlob(ctx, e.Blobs(), func(ctx context.Context, ref cache.BlobRef) error {
 		if t.HasBlob(ref.Digest) {
-			continue
+			return nil
 		}
-		if err := t.fetchBlob(ctx, ref.Digest, ref.Size); err != nil {
-			return nil, err
-		}
+		return t.fetchBlob(ctx, ref.Digest, ref.Size)
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := t.Dir.PutEntryBytes(e, b); err != nil {
 		return nil, err
@@ -241,9 +242,9 @@ func (t *Tiered) Upload(e *cache.Entry, b []byte) error {
 		return errors.New("the remote cache is read-only here")
 	}
 	ctx := context.Background()
-	for _, ref := range e.Blobs() {
+	err := eachBlob(ctx, e.Blobs(), func(ctx context.Context, ref cache.BlobRef) error {
 		if has, err := r.HasBlob(ctx, ref.Digest); err == nil && has {
-			continue
+			return nil
 		}
 		size, err := t.BlobSize(ref.Digest)
 		if err != nil {
@@ -254,10 +255,58 @@ func (t *Tiered) Upload(e *cache.Entry, b []byte) error {
 			return err
 		}
 		t.counts.blobsUp.Add(1)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := r.PutEntry(ctx, e.Key, b); err != nil {
 		return err
 	}
 	t.counts.entriesUp.Add(1)
 	return nil
+}
+
+// blobWorkers is how many blobs of one entry move at once: a phase with
+// many small outputs would otherwise pay one round trip after another.
+// Backends bound their own transfers in flight across entries.
+const blobWorkers = 8
+
+// eachBlob calls fn for every ref, blobWorkers at a time; the first error
+// stops the rest and is returned.
+func eachBlob(ctx context.Context, refs []cache.BlobRef, fn func(context.Context, cache.BlobRef) error) error {
+	if len(refs) <= 1 {
+		for _, ref := range refs {
+			if err := fn(ctx, ref); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+		next  atomic.Int64
+	)
+	for range min(blobWorkers, len(refs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(refs) || ctx.Err() != nil {
+					return
+				}
+				if err := fn(ctx, refs[i]); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }

@@ -222,10 +222,10 @@ the workspace is not touched: cairn run or cairn checkout restores the outputs.`
 }
 
 func newCacheStatsCommand(g *globals) *cobra.Command {
-	var asJSON bool
+	var asJSON, onRemote bool
 	var recent int
 	cmd := &cobra.Command{
-		Use:   "stats [--recent N] [--json]",
+		Use:   "stats [--recent N] [--json] [--remote]",
 		Short: "Entries, bytes, compression and the hit rate of recent runs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -259,6 +259,11 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 				fmt.Fprintln(out, ")")
 			}
 			fmt.Fprintf(out, "total       %s\n", cache.FormatBytes(st.Bytes))
+			if onRemote {
+				if err := printRemoteUsage(cmd, out, c); err != nil {
+					return err
+				}
+			}
 			if st.TempFiles > 0 || st.Quarantined > 0 {
 				fmt.Fprintf(out, "other       %d temp files (%s), %d quarantined (%s)\n", st.TempFiles, cache.FormatBytes(st.TempBytes), st.Quarantined, cache.FormatBytes(st.QuarantineBytes))
 			}
@@ -275,6 +280,7 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&recent, "recent", 10, "summarise the last `N` runs (0: all)")
+	cmd.Flags().BoolVar(&onRemote, "remote", false, "also list what the s3:// remote cache holds")
 	return cmd
 }
 
@@ -439,18 +445,32 @@ func shortID(id string) string {
 
 func newCacheGCCommand(g *globals) *cobra.Command {
 	var maxSize, maxAge string
-	var dry, asJSON bool
+	var dry, asJSON, onRemote bool
 	cmd := &cobra.Command{
-		Use:   "gc [--max-size SIZE] [--max-age AGE] [--dry-run]",
+		Use:   "gc [--max-size SIZE] [--max-age AGE] [--dry-run] [--remote]",
 		Short: "Evict least recently used entries until the cache fits",
 		Long: `Remove entries not used for longer than --max-age (like 30d or 12h), then the
 least recently used ones until the cache holds at most --max-size bytes (like
 50G or 500M), then the blobs no entry references any more, old temp files and old
 usage records. Entries a run in progress has used are never removed, nor blobs
 younger than an hour (a run may be about to reference them). --dry-run lists what
-would go.`,
+would go.
+
+--remote evicts from the s3:// remote cache instead: the entries not used for
+--max-age (at least 2d; a remote hit records its use at most once a day), the
+blobs only they referenced, and multipart uploads left unfinished as long.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if onRemote {
+				if maxSize != "" || maxAge == "" {
+					return usageError{fmt.Errorf("gc --remote takes --max-age AGE (like 30d), not --max-size")}
+				}
+				d, err := parseAge(maxAge)
+				if err != nil {
+					return usageError{fmt.Errorf("--max-age: %w", err)}
+				}
+				return remoteGC(cmd, g, d, dry, asJSON)
+			}
 			if maxSize == "" && maxAge == "" {
 				return usageError{fmt.Errorf("say how much to keep: --max-size SIZE (like 50G) and/or --max-age AGE (like 30d)")}
 			}
@@ -506,6 +526,7 @@ would go.`,
 	cmd.Flags().StringVar(&maxAge, "max-age", "", "evict entries unused for longer than `AGE` (s, m, h, d, w)")
 	cmd.Flags().BoolVar(&dry, "dry-run", false, "list what would be removed, remove nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&onRemote, "remote", false, "evict from the s3:// remote cache, not the local one")
 	return cmd
 }
 

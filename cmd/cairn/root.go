@@ -50,6 +50,11 @@ type globals struct {
 
 	stderr io.Writer
 
+	// remoteStop ends every remote cache transfer at once: any signal
+	// cancels it, whatever else the signal does.
+	remoteStop       context.Context
+	cancelRemoteStop context.CancelFunc
+
 	// stopCh is closed by the first SIGINT/SIGTERM/SIGHUP when a command asked
 	// for a graceful stop (run, resume); otherwise the first signal
 	// cancels the context at once.
@@ -123,7 +128,7 @@ func (g *globals) watchContext(ctx context.Context) context.Context {
 func (g *globals) AddFlags(f *pflag.FlagSet) {
 	f.StringVarP(&g.File, "file", "f", spec.DefaultFile, "read the experiment from `FILE`")
 	f.StringVar(&g.CacheDir, "cache-dir", "", "use the cache in `DIR` (default $CAIRN_CACHE_DIR, cache.dir, or ~/.cache/cairn)")
-	f.StringVar(&g.RemoteCache, "remote-cache", "", "use the Bazel HTTP cache at `URL` behind the local cache (default $CAIRN_REMOTE_CACHE, cache.remote; \"off\" disables)")
+	f.StringVar(&g.RemoteCache, "remote-cache", "", "use the remote cache at `URL` behind the local cache (http(s):// Bazel HTTP cache, or s3://bucket/prefix) (default $CAIRN_REMOTE_CACHE, cache.remote; \"off\" disables)")
 	f.BoolVar(&g.RemoteReadOnly, "remote-read-only", false, "read from the remote cache but never upload to it (also CAIRN_REMOTE_READ_ONLY=1)")
 	f.BoolVar(&g.RemoteInsecure, "remote-insecure", false, "allow sending remote-cache credentials over plain http to a host that is not this machine")
 	f.StringArrayVar(&g.Vars, "var", nil, "set a variable: `NAME=VALUE` (repeatable; wins over -var-file and CAIRN_VAR_NAME)")
@@ -137,6 +142,8 @@ func Main() int {
 	defer cancel()
 	g := &globals{stderr: os.Stderr, stopCh: make(chan struct{}), killCh: make(chan struct{})}
 	g.early = earlyMemories(os.Args[1:])
+	g.remoteStop, g.cancelRemoteStop = context.WithCancel(context.Background())
+	defer g.cancelRemoteStop()
 	// Signals are set up on another core while the command tree is
 	// built (it starts the runtime's signal thread, which a no-op run
 	// would otherwise wait for), and are in place before the command runs.
@@ -153,6 +160,7 @@ func Main() int {
 		cancelled, killed := false, false
 		for range sigs {
 			n++
+			g.cancelRemoteStop()
 			if n == 1 && g.gracefulWanted.Load() {
 				close(g.stopCh)
 				continue
@@ -503,7 +511,7 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*remote.Tiered, error) {
 	readOnly := false
 	if url != "" && url != "off" && url != "none" {
 		readOnly = g.RemoteReadOnly || envTrue("CAIRN_REMOTE_READ_ONLY")
-		r, err := openRemote(url, readOnly, g.RemoteInsecure || envTrue("CAIRN_REMOTE_INSECURE"), g.warn)
+		r, err := openRemote(g.remoteContext(), url, readOnly, g.RemoteInsecure || envTrue("CAIRN_REMOTE_INSECURE"), g.warn)
 		if err != nil {
 			return nil, usageError{err}
 		}
@@ -552,6 +560,15 @@ func writerKeys(o *cache.Options, specKeys []string) error {
 		o.TrustedKeys = append(o.TrustedKeys, k)
 	}
 	return nil
+}
+
+// remoteContext is the context remote transfers end with (none in tests
+// that build globals by hand).
+func (g *globals) remoteContext() context.Context {
+	if g.remoteStop == nil {
+		return context.Background()
+	}
+	return g.remoteStop
 }
 
 // warn prints a one-line warning on stderr; safe from many goroutines.
