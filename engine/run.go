@@ -19,7 +19,6 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/upkeep"
-	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
@@ -730,7 +729,7 @@ func (r *runner) restore(d *Decision) error {
 		return fmt.Errorf("save the run record: %w", err)
 	}
 	for _, o := range d.restore {
-		if err := r.e.out.Restore(o, outputs.TreeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
+		if err := r.e.out.Restore(o, d.parts[o], d.entry.Inline); err != nil {
 			return err
 		}
 	}
