@@ -38,7 +38,7 @@ type Decision struct {
 	components []cache.Component
 	entry      *cache.Entry
 	parts      outputs.Parts // entry's outputs by declared output
-	restore    []string // outputs to restore
+	restore    []string      // outputs to restore
 	// tempGone holds the temporary outputs the workspace lacks (or holds
 	// changed) and the entry cannot restore: the phase is cached without
 	// them unless a phase reading one must run (see settleTemporary).
