@@ -25,7 +25,7 @@ func must(t *testing.T, err error) {
 // calmFiles sets the mtime of the workspace files names an hour back, and
 // waits until their ctime (which setting the mtime makes now) lies clearly
 // in the past, so that what a run records of them is not racy.
-func calmFiles(t *testing.T, dir string, names ...string) {
+func calmFiles(t testing.TB, dir string, names ...string) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
 	var newest time.Time
