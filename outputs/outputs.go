@@ -442,22 +442,28 @@ func TreeProblem(entry *cache.Entry) string {
 // Parts is an entry's output tree split by declared output.
 type Parts map[string][]cache.OutputFile
 
-// Split splits entry's output tree by the outputs its key declares and
-// says what is wrong with it, as TreeProblem does (the parts are then
-// incomplete). A path belongs to each declared output that is the path
-// itself or one of its parent directories; looking those up instead of
-// comparing every path with every output keeps a phase of many declared
-// outputs linear. A part that is one run of the tree (as it is in a
-// sorted tree unless a sibling such as "out.txt" sorts between "out" and
-// "out/...") shares the tree's array rather than copying it.
+// Split splits entry's output tree by the outputs its key declares
+// (SplitTree) and says what is wrong with it, as TreeProblem does.
 func Split(entry *cache.Entry) (Parts, string) {
-	declared := Declared(entry)
-	tree := entry.Outputs
+	return SplitTree(entry.Outputs, Declared(entry))
+}
+
+// SplitTree splits an output tree by the declared outputs, and says what
+// is wrong with it, as TreeProblem does: the first path outside them, or
+// the first declared output it lacks (whose part is then nil). A path
+// belongs to each declared output that is the path itself or one of its
+// parent directories; looking those up instead of comparing every path
+// with every output keeps a phase of many declared outputs linear. A part
+// that is one run of the tree (as it is in a sorted tree unless a sibling
+// such as "out.txt" sorts between "out" and "out/...") shares the tree's
+// array rather than copying it.
+func SplitTree(tree []cache.OutputFile, declared []string) (Parts, string) {
 	type span struct{ first, last, n int }
 	spans := make(map[string]*span, len(declared))
 	for _, o := range declared {
 		spans[o] = &span{first: -1}
 	}
+	problem := ""
 	for i, f := range tree {
 		inside := false
 		for p := f.Path; ; {
@@ -475,8 +481,8 @@ func Split(entry *cache.Entry) (Parts, string) {
 			}
 			p = p[:j]
 		}
-		if !inside {
-			return nil, fmt.Sprintf("lists %q, outside the phase's declared outputs", f.Path)
+		if !inside && problem == "" {
+			problem = fmt.Sprintf("lists %q, outside the phase's declared outputs", f.Path)
 		}
 	}
 	parts := make(Parts, len(declared))
@@ -485,7 +491,9 @@ func Split(entry *cache.Entry) (Parts, string) {
 		s := spans[o]
 		switch {
 		case s.n == 0:
-			return nil, fmt.Sprintf("lacks the declared output %q", o)
+			if problem == "" {
+				problem = fmt.Sprintf("lacks the declared output %q", o)
+			}
 		case s.last-s.first+1 == s.n:
 			parts[o] = tree[s.first : s.last+1 : s.last+1]
 		default:
@@ -506,7 +514,7 @@ func Split(entry *cache.Entry) (Parts, string) {
 			}
 		}
 	}
-	return parts, ""
+	return parts, problem
 }
 
 // Declared returns the outputs entry's key declares.
