@@ -38,7 +38,8 @@ type Decision struct {
 	key        cache.ActionID
 	components []cache.Component
 	entry      *cache.Entry
-	restore    []string // outputs to restore
+	parts      outputs.Parts // entry's outputs by declared output
+	restore    []string      // outputs to restore
 	// tempGone holds the temporary outputs the workspace lacks (or holds
 	// changed) and the entry cannot restore: the phase is cached without
 	// them unless a phase reading one must run (see settleTemporary).
@@ -194,9 +195,10 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 	} else {
 		e.session.Miss(d.key)
 	}
+	var parts outputs.Parts
 	problem := ""
 	if err == nil {
-		problem = outputs.TreeProblem(entry)
+		parts, problem = outputs.Split(entry)
 	}
 	// A miss needs the components: to explain it, and to record them with
 	// the result the phase's run will store.
@@ -222,13 +224,13 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 		d.Action, d.Reasons = ActionRun, []string{"cached result was corrupt"}
 		return d, nil
 	}
-	return e.decideHit(d, p, &k, entry)
+	return e.decideHit(d, p, &k, entry, parts)
 }
 
 // decideHit decides a phase found in the cache: cached, to restore the
 // outputs the workspace lacks, or to run when one of them was temporary
 // when the entry was stored and is no longer.
-func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.Entry) (*Decision, error) {
+func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.Entry, parts outputs.Parts) (*Decision, error) {
 	if d.components == nil && !entry.Lean {
 		// The entry's components hash to its key (checked when it was
 		// read), so they are the phase's. A lean entry's are not all
@@ -236,8 +238,8 @@ func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.E
 		// when wanted.
 		d.components = entry.Components
 	}
-	d.entry = entry
-	if unstored := e.outputsToRestore(d, p, entry); len(unstored) > 0 {
+	d.entry, d.parts = entry, parts
+	if unstored := e.outputsToRestore(d, p); len(unstored) > 0 {
 		// The output was temporary when the entry was stored and is no
 		// longer: only running the phase gives it back.
 		if ferr := k.full(); ferr != nil {
@@ -273,9 +275,9 @@ func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.E
 // entry's: it sets d.restore (stored, missing or changed) and d.tempGone
 // (temporary, gone), and returns the outputs the entry does not hold that
 // the spec no longer calls temporary.
-func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase, entry *cache.Entry) (unstored []string) {
+func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase) (unstored []string) {
 	for _, o := range p.Outputs {
-		part := outputs.TreeOf(entry.Outputs, o.Path)
+		part := d.parts[o.Path]
 		if e.out.Matches(o.Path, part) {
 			continue
 		}

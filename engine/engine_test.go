@@ -84,7 +84,7 @@ type setup struct {
 	exec  *fakeExec
 }
 
-func newSetup(t *testing.T, files map[string]string) *setup {
+func newSetup(t testing.TB, files map[string]string) *setup {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
@@ -103,7 +103,7 @@ func newSetup(t *testing.T, files map[string]string) *setup {
 	return &setup{dir: dir, cache: c, exec: &fakeExec{}}
 }
 
-func (s *setup) engine(t *testing.T, vars ...spec.VarValue) *Engine {
+func (s *setup) engine(t testing.TB, vars ...spec.VarValue) *Engine {
 	t.Helper()
 	sp, diags := spec.NewParser().LoadFile(filepath.Join(s.dir, "experiment.hcl"), spec.Options{Vars: vars})
 	if diags.HasErrors() {

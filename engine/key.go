@@ -206,7 +206,6 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 		return isUp
 	}
 	files := make([]inputFile, 0, len(p.Inputs))
-	var stats map[string]workspace.FileStat // what Expand stat'ed
 	for _, pattern := range p.Inputs {
 		n := 0
 		plain := !workspace.HasMeta(pattern)
@@ -226,10 +225,16 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 				n++
 			}
 		} else {
-			if stats == nil {
-				stats = map[string]workspace.FileStat{}
-			}
-			found, err := workspace.Expand(&e.ws, pattern, skip, stats)
+			err := workspace.Expand(&e.ws, pattern, skip, func(rel string, st workspace.FileStat) {
+				if len(files) == cap(files) {
+					// Doubling: append grows a large slice by a
+					// quarter, copying a directory of a million
+					// files' list several times over.
+					files = slices.Grow(files, len(files))
+				}
+				files = append(files, inputFile{rel: rel, st: st, stated: true})
+				n++
+			})
 			var nr *workspace.NotRegularError
 			if errors.As(err, &nr) {
 				return nil, workspace.NotRegularInput(p.Addr, pattern, nr.Rel, nr.Mode)
@@ -237,11 +242,6 @@ func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 			if err != nil {
 				return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
 			}
-			for _, rel := range found {
-				st, ok := stats[rel]
-				files = append(files, inputFile{rel: rel, st: st, stated: ok})
-			}
-			n += len(found)
 		}
 		for path, f := range upFiles {
 			if workspace.MatchesPattern(pattern, path) {

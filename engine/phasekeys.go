@@ -15,7 +15,14 @@ import (
 // input has no stat (files found by walking a directory are not stat'ed
 // before they are hashed): such a phase always takes the full path.
 func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
-	b := make([]byte, 0, 1024)
+	// Written through a small buffer: a directory input of a million
+	// files would otherwise build tens of MiB to hash at once.
+	h := sha256.New()
+	b := make([]byte, 0, 32<<10)
+	flush := func() {
+		h.Write(b)
+		b = b[:0]
+	}
 	b = append(b, "cairn phase fingerprint 2\n"...)
 	b = binary.AppendUvarint(b, uint64(len(e.spec.SensitiveValues)))
 	for _, v := range e.spec.SensitiveValues {
@@ -23,7 +30,8 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 	}
 	enc := cache.EncodeComponents(g.comps)
 	b = binary.AppendUvarint(b, uint64(len(enc)))
-	b = append(b, enc...)
+	flush()
+	h.Write(enc)
 	if g.argv == nil {
 		b = append(b, 0) // no command: its component is "null", not "[]"
 	} else {
@@ -38,6 +46,9 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 		if !f.stated {
 			return fp, false
 		}
+		if len(b) > cap(b)-len(f.rel)-64 {
+			flush()
+		}
 		b = appendStr(b, f.rel)
 		b = binary.AppendVarint(b, f.st.Size)
 		b = binary.AppendVarint(b, f.st.MTime)
@@ -45,7 +56,9 @@ func (e *Engine) fingerprint(g *gathered) (fp [sha256.Size]byte, ok bool) {
 		b = binary.AppendUvarint(b, f.st.Ino)
 		b = binary.AppendUvarint(b, uint64(f.st.Mode))
 	}
-	return sha256.Sum256(b), true
+	flush()
+	h.Sum(fp[:0])
+	return fp, true
 }
 
 func appendStr(b []byte, s string) []byte {

@@ -25,7 +25,7 @@ func must(t *testing.T, err error) {
 // calmFiles sets the mtime of the workspace files names an hour back, and
 // waits until their ctime (which setting the mtime makes now) lies clearly
 // in the past, so that what a run records of them is not racy.
-func calmFiles(t *testing.T, dir string, names ...string) {
+func calmFiles(t testing.TB, dir string, names ...string) {
 	t.Helper()
 	old := time.Now().Add(-time.Hour)
 	var newest time.Time
@@ -58,9 +58,10 @@ phase "b" {
 }
 `
 
-// TestPhaseKeysNoOp: a second no-op run takes every key it can from the
-// phase-key memory (not the phase whose input is a directory: walked files
-// are not stat'ed), and decides exactly as a full computation does.
+// TestPhaseKeysNoOp: a second no-op run takes every key from the
+// phase-key memory (also that of the phase whose input is a directory:
+// walking it stats its files), and decides exactly as a full computation
+// does.
 func TestPhaseKeysNoOp(t *testing.T) {
 	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
 	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
@@ -70,8 +71,8 @@ func TestPhaseKeysNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := e.phaseKeys.Hits(); got != 1 {
-		t.Errorf("phase-key memory answered %d phases, want 1 (b; a has a directory input)", got)
+	if got := e.phaseKeys.Hits(); got != 2 {
+		t.Errorf("phase-key memory answered %d phases, want 2 (a, with a directory input, and b)", got)
 	}
 	// The same plan, and the same why, without the memory.
 	full := s.engine(t)
@@ -104,8 +105,8 @@ func TestPhaseKeysNoOp(t *testing.T) {
 // the mtime put back, a new file matching a glob, a mode change, a
 // changed command, a changed upstream output.
 func TestPhaseKeysSeeChanges(t *testing.T) {
-	files := map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"}
-	calm := []string{"in.txt", "lib/m.py", "tool.sh", "x.cfg"}
+	files := map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "lib/deep/er/x.py": "x\n", "tool.sh": "t\n", "x.cfg": "c\n"}
+	calm := []string{"in.txt", "lib/m.py", "lib/deep/er/x.py", "tool.sh", "x.cfg"}
 	for _, tc := range []struct {
 		name   string
 		change func(t *testing.T, dir string)
@@ -128,6 +129,33 @@ func TestPhaseKeysSeeChanges(t *testing.T) {
 		{"command", func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, "experiment.hcl"), []byte(strings.Replace(phaseKeysSpec, "b.txt\"\n", "b.txt \"\n", 1)), 0o644))
 		}, []string{"b"}},
+		// A directory input: an edit anywhere below it is seen. Its
+		// files are the key's, by path, content and executable bit; an
+		// empty directory holds none and does not change the key.
+		{"deep file in a directory, same size, mtime put back", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "lib/deep/er/x.py")
+			fi, err := os.Stat(p)
+			must(t, err)
+			must(t, os.WriteFile(p, []byte("X\n"), 0o644))
+			must(t, os.Chtimes(p, fi.ModTime(), fi.ModTime()))
+		}, []string{"a"}},
+		{"file renamed in a directory", func(t *testing.T, dir string) {
+			must(t, os.Rename(filepath.Join(dir, "lib/deep/er/x.py"), filepath.Join(dir, "lib/deep/er/y.py")))
+		}, []string{"a"}},
+		{"file deleted from a directory", func(t *testing.T, dir string) {
+			must(t, os.Remove(filepath.Join(dir, "lib/deep/er/x.py")))
+		}, []string{"a"}},
+		{"executable bit in a directory", func(t *testing.T, dir string) {
+			must(t, os.Chmod(filepath.Join(dir, "lib/deep/er/x.py"), 0o755))
+		}, []string{"a"}},
+		{"new file deep in a directory", func(t *testing.T, dir string) {
+			must(t, os.MkdirAll(filepath.Join(dir, "lib/new/sub"), 0o755))
+			must(t, os.WriteFile(filepath.Join(dir, "lib/new/sub/z.py"), []byte("z\n"), 0o644))
+			calmFiles(t, dir, "lib/new/sub/z.py")
+		}, []string{"a"}},
+		{"new empty directory (not in the key)", func(t *testing.T, dir string) {
+			must(t, os.MkdirAll(filepath.Join(dir, "lib/empty"), 0o755))
+		}, nil},
 		{"upstream output", func(t *testing.T, dir string) {
 			must(t, os.WriteFile(filepath.Join(dir, "in.txt"), []byte("other\n"), 0o644))
 			calmFiles(t, dir, "in.txt")
@@ -141,8 +169,8 @@ func TestPhaseKeysSeeChanges(t *testing.T) {
 			if _, err := e0.Plan(PlanOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if e0.phaseKeys.Hits() != 1 {
-				t.Fatalf("phase b's key not taken from the memory before the change")
+			if e0.phaseKeys.Hits() != 2 {
+				t.Fatalf("phase keys not taken from the memory before the change")
 			}
 			before := map[string]int{"a": s.exec.count("a"), "b": s.exec.count("b")}
 			tc.change(t, s.dir)
@@ -224,8 +252,8 @@ phase "c" {
 	if _, _, ok := e.phaseKeys.Entry("b"); !ok {
 		t.Errorf("phase b, with input files, is not in the phase-key memory")
 	}
-	if got := e.phaseKeys.Hits(); got != 1 {
-		t.Errorf("phase-key memory answered %d phases, want 1 (b)", got)
+	if got := e.phaseKeys.Hits(); got != 2 {
+		t.Errorf("phase-key memory answered %d phases, want 2 (a and b)", got)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/estimate"
-	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
@@ -74,6 +73,11 @@ type RunResult struct {
 	// TempRemoved counts the temporary outputs removed from the
 	// workspace, every phase of the run reading them having succeeded.
 	TempRemoved int
+	// HashedFiles and HashedBytes count the files the run read to hash
+	// them (inputs, and outputs checked, that the digest memory could not
+	// answer by their stat), and their bytes: on a run after one edited
+	// file, that file alone.
+	HashedFiles, HashedBytes int64
 }
 
 // PhaseError is the error of a failed phase: what failed and where its
@@ -233,8 +237,10 @@ func (e *Engine) resumeFrom(runID string, sel *selection) (runrec.Spend, map[str
 }
 
 func (e *Engine) newRunner(opts RunOptions, runID string, sel *selection, prevJobs map[string]*runrec.PhaseState, cancelRun context.CancelFunc) *runner {
+	f0, b0 := e.mem.Hashed()
 	r := &runner{
 		e:       e,
+		hashed0: [2]int64{f0, b0},
 		opts:    opts,
 		runID:   runID,
 		sel:     sel,
@@ -363,6 +369,9 @@ func (r *runner) end(ctx context.Context, start time.Time) (*RunResult, error) {
 		r.res.TempRemoved = r.temps.removed
 	}
 	r.res.Duration = end.Sub(start)
+	r.res.HashedFiles, r.res.HashedBytes = e.mem.Hashed()
+	r.res.HashedFiles -= r.hashed0[0]
+	r.res.HashedBytes -= r.hashed0[1]
 	return r.res, errors.Join(errs...)
 }
 
@@ -568,11 +577,14 @@ func (r *runner) runDirs() error {
 
 // runner is the state of one Run.
 type runner struct {
-	e      *Engine
-	opts   RunOptions
-	runID  string
-	runDir string
-	binDir string
+	e *Engine
+	// hashed0 is what the digest memory had hashed when the run began
+	// (files, bytes): a memory may serve several engines.
+	hashed0 [2]int64
+	opts    RunOptions
+	runID   string
+	runDir  string
+	binDir  string
 
 	dirsOnce     sync.Once // runDirs
 	dirsErr      error
@@ -731,7 +743,7 @@ func (r *runner) restore(d *Decision) error {
 		return fmt.Errorf("save the run record: %w", err)
 	}
 	for _, o := range d.restore {
-		if err := r.e.out.Restore(o, outputs.TreeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
+		if err := r.e.out.Restore(o, d.parts[o], d.entry.Inline); err != nil {
 			return err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/agext/levenshtein"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -250,7 +249,7 @@ func (e *Engine) satisfyOutside(sel *selection, restore bool) (map[string][]cach
 			if d.entry != nil {
 				if restore {
 					for _, o := range d.restore {
-						if err := e.out.Restore(o, outputs.TreeOf(d.entry.Outputs, o), d.entry.Inline); err != nil {
+						if err := e.out.Restore(o, d.parts[o], d.entry.Inline); err != nil {
 							return nil, err
 						}
 					}

@@ -253,8 +253,11 @@ func (e *Engine) rerun(ctx context.Context, vp *VerifyPhase, plan *VerifyPlan, r
 	if err != nil {
 		return fail(err)
 	}
+	declared := p.OutputPaths()
+	cached, _ := outputs.SplitTree(vp.d.entry.Outputs, declared)
+	made, _ := outputs.SplitTree(tree, declared)
 	for _, o := range p.Outputs {
-		if files := treeDiff(outputs.TreeOf(vp.d.entry.Outputs, o.Path), outputs.TreeOf(tree, o.Path)); len(files) > 0 {
+		if files := treeDiff(cached[o.Path], made[o.Path]); len(files) > 0 {
 			res.Differ = append(res.Differ, OutputDiff{Output: o.Path, Files: files})
 		} else {
 			res.Same = append(res.Same, o.Path)

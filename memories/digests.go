@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
@@ -29,6 +30,10 @@ var digestsFormat = hint.NewFormat("digests", 3, "ws")
 type Memory struct {
 	path string
 	now  func() time.Time
+
+	// hashedFiles and hashedBytes count the files DigestOf read, and
+	// their bytes.
+	hashedFiles, hashedBytes atomic.Int64
 
 	mu      sync.Mutex
 	entries map[string]memEntry // recorded by this process, over file
@@ -226,15 +231,23 @@ func (m *Memory) DigestOf(ctx context.Context, key, abs string, st workspace.Fil
 		return d, nil
 	}
 	hashedAt := m.now()
-	d, _, err := cache.HashFileContext(ctx, abs)
+	d, n, err := cache.HashFileContext(ctx, abs)
 	if err != nil {
 		return cache.Digest{}, err
 	}
+	m.hashedFiles.Add(1)
+	m.hashedBytes.Add(n)
 	// Only remember the digest if the file did not change while hashing.
 	if st2, err := workspace.StatPath(abs); err == nil && st2 == st {
 		m.Record(key, st, d, hashedAt)
 	}
 	return d, nil
+}
+
+// Hashed returns how many files DigestOf read to hash them, and their
+// bytes, since the memory was loaded.
+func (m *Memory) Hashed() (files, bytes int64) {
+	return m.hashedFiles.Load(), m.hashedBytes.Load()
 }
 
 // Save writes the memory back if it changed.

@@ -53,12 +53,13 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 			res.NotCached = append(res.NotCached, addr)
 			continue
 		}
-		if problem := TreeProblem(entry); problem != "" {
+		parts, problem := Split(entry)
+		if problem != "" {
 			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
 		}
 		restored := false
 		for _, o := range Declared(entry) {
-			part := TreeOf(entry.Outputs, o)
+			part := parts[o]
 			// A temporary output is not in the cache: the run removed
 			// it once the phases reading it were done.
 			if Temporary(part) || out.Matches(o, part) {

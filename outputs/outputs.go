@@ -354,17 +354,6 @@ func (k *Keeper) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 	}
 }
 
-// TreeOf returns the entries of tree that belong to the declared output o.
-func TreeOf(tree []cache.OutputFile, o string) []cache.OutputFile {
-	var out []cache.OutputFile
-	for _, f := range tree {
-		if f.Path == o || strings.HasPrefix(f.Path, o+"/") {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
 // Matches reports whether the workspace holds exactly the part of a
 // cached tree that belongs to output o.
 func (k *Keeper) Matches(o string, part []cache.OutputFile) bool {
@@ -446,25 +435,86 @@ func (k *Keeper) Restore(o string, part []cache.OutputFile, inline []cache.Inlin
 // (.git/hooks, the spec) or delete an output and put nothing back, so such
 // an entry is refused whole.
 func TreeProblem(entry *cache.Entry) string {
-	declared := Declared(entry)
-	for _, f := range entry.Outputs {
+	_, problem := Split(entry)
+	return problem
+}
+
+// Parts is an entry's output tree split by declared output.
+type Parts map[string][]cache.OutputFile
+
+// Split splits entry's output tree by the outputs its key declares
+// (SplitTree) and says what is wrong with it, as TreeProblem does.
+func Split(entry *cache.Entry) (Parts, string) {
+	return SplitTree(entry.Outputs, Declared(entry))
+}
+
+// SplitTree splits an output tree by the declared outputs, and says what
+// is wrong with it, as TreeProblem does: the first path outside them, or
+// the first declared output it lacks (whose part is then nil). A path
+// belongs to each declared output that is the path itself or one of its
+// parent directories; looking those up instead of comparing every path
+// with every output keeps a phase of many declared outputs linear. A part
+// that is one run of the tree (as it is in a sorted tree unless a sibling
+// such as "out.txt" sorts between "out" and "out/...") shares the tree's
+// array rather than copying it.
+func SplitTree(tree []cache.OutputFile, declared []string) (Parts, string) {
+	type span struct{ first, last, n int }
+	spans := make(map[string]*span, len(declared))
+	for _, o := range declared {
+		spans[o] = &span{first: -1}
+	}
+	problem := ""
+	for i, f := range tree {
 		inside := false
-		for _, o := range declared {
-			if f.Path == o || strings.HasPrefix(f.Path, o+"/") {
+		for p := f.Path; ; {
+			if s, ok := spans[p]; ok {
 				inside = true
+				if s.first < 0 {
+					s.first = i
+				}
+				s.last = i
+				s.n++
+			}
+			j := strings.LastIndexByte(p, '/')
+			if j < 0 {
 				break
 			}
+			p = p[:j]
 		}
-		if !inside {
-			return fmt.Sprintf("lists %q, outside the phase's declared outputs", f.Path)
+		if !inside && problem == "" {
+			problem = fmt.Sprintf("lists %q, outside the phase's declared outputs", f.Path)
 		}
 	}
+	parts := make(Parts, len(declared))
+	scattered := map[string]bool{}
 	for _, o := range declared {
-		if len(TreeOf(entry.Outputs, o)) == 0 {
-			return fmt.Sprintf("lacks the declared output %q", o)
+		s := spans[o]
+		switch {
+		case s.n == 0:
+			if problem == "" {
+				problem = fmt.Sprintf("lacks the declared output %q", o)
+			}
+		case s.last-s.first+1 == s.n:
+			parts[o] = tree[s.first : s.last+1 : s.last+1]
+		default:
+			scattered[o] = true
 		}
 	}
-	return ""
+	if len(scattered) > 0 {
+		for _, f := range tree {
+			for p := f.Path; ; {
+				if scattered[p] {
+					parts[p] = append(parts[p], f)
+				}
+				j := strings.LastIndexByte(p, '/')
+				if j < 0 {
+					break
+				}
+				p = p[:j]
+			}
+		}
+	}
+	return parts, problem
 }
 
 // Declared returns the outputs entry's key declares.

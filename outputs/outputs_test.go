@@ -1,8 +1,11 @@
 package outputs
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +64,11 @@ func TestCollectRestoreRoundTrip(t *testing.T) {
 	if diff := cmp.Diff([]string{"out/d", "out/d/big.txt", "out/d/small.txt"}, paths); diff != "" {
 		t.Errorf("tree (-want +got):\n%s", diff)
 	}
-	part := TreeOf(c.Tree, "out/d")
+	parts, problem := Split(&cache.Entry{Components: []cache.Component{{Kind: cache.KindOutput, Name: "0", Value: "out/d"}}, Outputs: c.Tree})
+	if problem != "" {
+		t.Fatal(problem)
+	}
+	part := parts["out/d"]
 	if !k.Matches("out/d", part) {
 		t.Error("Matches: false for the outputs just collected")
 	}
@@ -132,6 +139,94 @@ func TestTreeProblem(t *testing.T) {
 			if got := TreeProblem(&tt.entry); got != tt.want {
 				t.Errorf("TreeProblem = %q, want %q", got, tt.want)
 			}
+		})
+	}
+}
+
+// TestSplit: each path goes to the declared output that is it or one of
+// its parents, whether or not the output's paths are one run of the sorted
+// tree; a planted entry whose outputs overlap gives a path to both.
+func TestSplit(t *testing.T) {
+	out := func(path string) cache.Component {
+		return cache.Component{Kind: cache.KindOutput, Name: path, Value: path}
+	}
+	file := func(path string) cache.OutputFile { return cache.OutputFile{Path: path, Type: "file"} }
+	dir := func(path string) cache.OutputFile { return cache.OutputFile{Path: path, Type: "dir"} }
+	tests := []struct {
+		name  string
+		entry cache.Entry
+		want  Parts
+	}{
+		{"files", cache.Entry{Components: []cache.Component{out("b"), out("a")}, Outputs: []cache.OutputFile{file("a"), file("b")}},
+			Parts{"a": {file("a")}, "b": {file("b")}}},
+		{"sibling sorts inside a directory's run",
+			cache.Entry{Components: []cache.Component{out("out"), out("out.txt")}, Outputs: []cache.OutputFile{dir("out"), file("out.txt"), file("out/a"), dir("out/d"), file("out/d/b")}},
+			Parts{"out": {dir("out"), file("out/a"), dir("out/d"), file("out/d/b")}, "out.txt": {file("out.txt")}}},
+		{"overlapping (planted)",
+			cache.Entry{Components: []cache.Component{out("d"), out("d/e")}, Outputs: []cache.OutputFile{dir("d"), dir("d/e"), file("d/e/x")}},
+			Parts{"d": {dir("d"), dir("d/e"), file("d/e/x")}, "d/e": {dir("d/e"), file("d/e/x")}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, problem := Split(&tt.entry)
+			if problem != "" {
+				t.Fatalf("Split: problem %q", problem)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Split (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// manyOutputs is an entry declaring n single-file outputs.
+func manyOutputs(n int) *cache.Entry {
+	e := &cache.Entry{}
+	for i := range n {
+		p := fmt.Sprintf("out/f%d", i)
+		e.Components = append(e.Components, cache.Component{Kind: cache.KindOutput, Name: p, Value: p})
+		e.Outputs = append(e.Outputs, cache.OutputFile{Path: p, Type: "file"})
+	}
+	sort.Slice(e.Outputs, func(i, j int) bool { return e.Outputs[i].Path < e.Outputs[j].Path })
+	return e
+}
+
+// TestSplitScalesLinearly guards against a phase of many declared outputs
+// costing the product of its outputs and paths: splitting 16 times the
+// outputs must cost far less than 16 times as much per output. Allocations
+// cannot tell (comparing every path with every output allocates nothing),
+// so this compares the best of several runs at each size, with a margin
+// wide enough for a loaded machine: linear is about 1x, quadratic 16x.
+func TestSplitScalesLinearly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures two sizes")
+	}
+	perOutput := func(n int) time.Duration {
+		e := manyOutputs(n)
+		best := time.Duration(math.MaxInt64)
+		for range 5 {
+			start := time.Now()
+			if _, problem := Split(e); problem != "" {
+				t.Fatal(problem)
+			}
+			best = min(best, time.Since(start))
+		}
+		return best / time.Duration(n)
+	}
+	small, large := perOutput(1000), perOutput(16000)
+	if large > 4*small {
+		t.Errorf("Split: %v per output for 16,000 outputs, %v for 1,000; want about the same", large, small)
+	}
+}
+
+func BenchmarkSplit(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		e := manyOutputs(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				Split(e)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/output")
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -51,15 +52,15 @@ func HasMeta(p string) bool {
 	return false
 }
 
-// Expand returns the slash paths of the regular files (and
-// symlinks to files) an input pattern names on disk: the file itself, every
-// file below a directory, or every file a glob matches (directories matched
-// by a glob are walked too). skip reports paths to leave out, with their
-// subtrees. A pattern naming nothing gives no paths and no error. Where
-// it had to stat a file anyway, it leaves the result in stats (if not nil)
-// so the file is not stat'ed again for its digest: one stat per input.
-func Expand(ws *Workspace, pattern string, skip func(rel string) bool, stats map[string]FileStat) ([]string, error) {
-	var out []string
+// Expand calls found with the slash path and stat of each regular file
+// (and symlink to a file, with the stat of its target) an input pattern
+// names on disk: the file itself, every file below a directory, or every
+// file a glob matches (directories matched by a glob are walked too).
+// skip reports paths to leave out, with their subtrees. A pattern naming
+// nothing finds nothing, without error. Every file found is stat'ed once,
+// relative to its open directory when walking: that stat is what the
+// digest and phase-key memories compare, so a no-op run needs no other.
+func Expand(ws *Workspace, pattern string, skip func(rel string) bool, found func(rel string, st FileStat)) error {
 	add := func(rel string) error {
 		st, err := ws.StatRel(rel)
 		if err != nil {
@@ -68,61 +69,25 @@ func Expand(ws *Workspace, pattern string, skip func(rel string) bool, stats map
 			}
 			return err
 		}
+		if skip(rel) {
+			return nil
+		}
 		if !st.Mode.IsDir() {
-			if !st.Mode.IsRegular() && !skip(rel) {
+			if !st.Mode.IsRegular() {
 				return &NotRegularError{Rel: rel, Mode: st.Mode}
 			}
-			if !skip(rel) {
-				out = append(out, rel)
-				if stats != nil {
-					stats[rel] = st
-				}
-			}
+			found(rel, st)
 			return nil
 		}
-		abs := ws.Abs(rel)
-		return filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			r := JoinRel(rel, abs, p)
-			if skip(r) {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() {
-				return nil
-			}
-			if d.Type()&fs.ModeSymlink != 0 {
-				st, err := os.Stat(p)
-				if err != nil || !st.Mode().IsRegular() {
-					// Links to directories are not followed, dangling
-					// ones ignored, and those to FIFOs and devices
-					// skipped as the FIFOs and devices themselves are.
-					return nil
-				}
-				if stats != nil {
-					stats[r] = StatOf(st)
-				}
-			} else if !d.Type().IsRegular() {
-				return nil
-			}
-			out = append(out, r)
-			return nil
-		})
+		return walkDir(ws.Abs(rel), rel, skip, found)
 	}
 	if !HasMeta(pattern) {
-		if err := add(pattern); err != nil {
-			return nil, err
-		}
-		return out, nil
+		return add(pattern)
 	}
 	base, pat := doublestar.SplitPattern(pattern)
 	matches, err := doublestar.Glob(os.DirFS(ws.Abs(base)), pat, doublestar.WithNoFollow())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, m := range matches {
 		rel := m
@@ -133,10 +98,62 @@ func Expand(ws *Workspace, pattern string, skip func(rel string) bool, stats map
 			continue
 		}
 		if err := add(rel); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// walkDir calls found for every regular file below the directory abs
+// (rel in the workspace), in lexical order, as filepath.WalkDir would
+// visit them; symlinks to regular files count as files, with their
+// target's stat, while links to directories are not followed, dangling
+// ones are ignored, and FIFOs and devices (and links to them) are skipped.
+// Each file is stat'ed relative to its open directory, so a tree of a
+// million files costs a million short lookups, not a million walks of
+// its path.
+func walkDir(abs, rel string, skip func(string) bool, found func(string, FileStat)) error {
+	dir, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	ents, err := dir.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, d := range ents {
+		name := d.Name()
+		r := name
+		if rel != "." {
+			r = rel + "/" + name
+		}
+		if skip(r) {
+			continue
+		}
+		t := d.Type()
+		if t.IsDir() {
+			if err := walkDir(filepath.Join(abs, name), r, skip, found); err != nil {
+				return err
+			}
+			continue
+		}
+		if !t.IsRegular() && t&fs.ModeSymlink == 0 {
+			continue
+		}
+		st, err := statAt(dir, name, filepath.Join(abs, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // dangling symlink or vanished file
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode.IsRegular() {
+			found(r, st)
+		}
+	}
+	return nil
 }
 
 // JoinRel maps an absolute path p found while walking the directory abs

@@ -132,7 +132,7 @@ func runRun(ctx context.Context, g *globals, ro engine.RunOptions, po progressOp
 	if err := po.check(); err != nil {
 		return err
 	}
-	view := progress.New(out, progress.Options{JSON: po.JSON, Quiet: po.Quiet})
+	view := progress.New(out, progress.Options{JSON: po.JSON, Quiet: po.Quiet, Verbose: po.Verbose})
 	var res *engine.RunResult
 	// The view is closed however the run ends, so that a terminal is left
 	// with its cursor shown and no half-drawn line.

@@ -95,5 +95,9 @@ func (v *jsonView) Close(res *engine.RunResult) {
 		DurationMS int64          `json:"duration_ms"`
 		// Phases that succeeded but were not cached, and why.
 		NotCached map[string]string `json:"not_cached,omitempty"`
-	}{time.Now().UTC(), "summary", res.RunID, res.Status, res.StopReason, res.Counts, res.Spent.Cost, res.Spent.Iterations, res.Duration.Milliseconds(), res.NotCached})
+		// Files read to hash them (inputs and outputs not known by
+		// their stat), and their bytes.
+		HashedFiles int64 `json:"hashed_files"`
+		HashedBytes int64 `json:"hashed_bytes"`
+	}{time.Now().UTC(), "summary", res.RunID, res.Status, res.StopReason, res.Counts, res.Spent.Cost, res.Spent.Iterations, res.Duration.Milliseconds(), res.NotCached, res.HashedFiles, res.HashedBytes})
 }

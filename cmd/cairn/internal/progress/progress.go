@@ -23,6 +23,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
 )
@@ -31,6 +32,9 @@ import (
 type Options struct {
 	JSON  bool // JSON lines, one event per line
 	Quiet bool // only errors, warnings and the closing line
+	// Verbose adds to the closing line how many input and output files
+	// were read to hash them, and their bytes.
+	Verbose bool
 }
 
 // View shows one run's progress: plain lines, JSON lines or a live
@@ -55,9 +59,13 @@ func New(out io.Writer, o Options) View {
 		return newJSONView(out)
 	}
 	if f, ok := out.(*os.File); ok && !o.Quiet && isTerminal(f) {
-		return newTermView(f, os.Getenv("NO_COLOR") == "")
+		v := newTermView(f, os.Getenv("NO_COLOR") == "")
+		v.verbose = o.Verbose
+		return v
 	}
-	return newPlainView(out, o.Quiet)
+	v := newPlainView(out, o.Quiet)
+	v.verbose = o.Verbose
+	return v
 }
 
 func isTerminal(f *os.File) bool {
@@ -70,11 +78,12 @@ func isTerminal(f *os.File) bool {
 // goes out at once, with what was batched before it, and a batch never
 // waits longer than plainBatchDelay.
 type plainView struct {
-	mu    sync.Mutex
-	w     *bufio.Writer
-	quiet bool
-	spend spendTracker
-	timer *time.Timer // pending flush of a batch, if any
+	mu      sync.Mutex
+	w       *bufio.Writer
+	quiet   bool
+	verbose bool // the closing line says what was hashed
+	spend   spendTracker
+	timer   *time.Timer // pending flush of a batch, if any
 }
 
 const plainBatchDelay = 100 * time.Millisecond
@@ -136,7 +145,7 @@ func (v *plainView) Close(res *engine.RunResult) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if res != nil {
-		fmt.Fprintln(v.w, summaryLine(res))
+		fmt.Fprintln(v.w, summaryLine(res, v.verbose))
 	}
 	v.flushLocked()
 }
@@ -260,8 +269,8 @@ func FormatSpend(s runrec.Spend) string {
 	return out
 }
 
-// summaryLine is the closing line of a run.
-func summaryLine(res *engine.RunResult) string {
+// summaryLine is the closing line of a run; verbose adds what was hashed.
+func summaryLine(res *engine.RunResult, verbose bool) string {
 	c := res.Counts
 	total := 0
 	for _, n := range c {
@@ -287,6 +296,9 @@ func summaryLine(res *engine.RunResult) string {
 	}
 	if res.TempRemoved > 0 {
 		line += "; removed " + Plural(res.TempRemoved, "temporary output")
+	}
+	if verbose {
+		line += fmt.Sprintf("; hashed %s, %s", Plural(int(res.HashedFiles), "file"), cache.FormatBytes(res.HashedBytes))
 	}
 	return line
 }

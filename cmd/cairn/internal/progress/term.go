@@ -22,11 +22,12 @@ import (
 // shows each running phase and a bar of the run's progress. Closing it
 // clears the region, shows the cursor again and prints a summary table.
 type termView struct {
-	mu    sync.Mutex
-	w     io.Writer
-	size  func() (width, height int)
-	now   func() time.Time
-	color bool
+	verbose bool // the closing line says what was hashed
+	mu      sync.Mutex
+	w       io.Writer
+	size    func() (width, height int)
+	now     func() time.Time
+	color   bool
 
 	begun    bool
 	closed   bool
@@ -392,7 +393,7 @@ func (v *termView) Close(res *engine.RunResult) {
 	}
 	if res != nil {
 		v.table(&b)
-		b.WriteString(summaryLine(res))
+		b.WriteString(summaryLine(res, v.verbose))
 		b.WriteByte('\n')
 	}
 	_, _ = io.WriteString(v.w, b.String())
