@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/reproduce"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -74,8 +75,8 @@ error.`,
 
 // verifyReport is verify's --json output.
 type verifyReport struct {
-	Plan    *engine.VerifyPlan     `json:"plan"`
-	Results []*engine.VerifyResult `json:"results"`
+	Plan    *engine.VerifyPlan  `json:"plan"`
+	Results []*reproduce.Result `json:"results"`
 	// Reproducible is true when every phase rerun reproduced its outputs.
 	Reproducible bool `json:"reproducible"`
 }
@@ -105,7 +106,7 @@ func runVerify(g *globals, cmd *cobra.Command, opts verifyOptions, names []strin
 		return err
 	}
 	ctx := g.watchContext(cmd.Context())
-	results := eng.Verify(ctx, plan, vopts, func(r *engine.VerifyResult) {
+	results := eng.Verify(ctx, plan, vopts, func(r *reproduce.Result) {
 		if !opts.JSON {
 			writeVerifyResult(out, r)
 		}
@@ -117,7 +118,7 @@ func runVerify(g *globals, cmd *cobra.Command, opts verifyOptions, names []strin
 	}
 	bad := 0
 	for _, r := range results {
-		if r.Status != engine.VerifyReproducible {
+		if r.Status != reproduce.Reproducible {
 			bad++
 		}
 	}
@@ -173,11 +174,11 @@ func confirmVerify(plan *engine.VerifyPlan, opts verifyOptions, errw io.Writer) 
 
 // writeVerifyResult prints one rerun's verdict: the outputs that differ,
 // with their files, or why the phase was not compared.
-func writeVerifyResult(w io.Writer, r *engine.VerifyResult) {
+func writeVerifyResult(w io.Writer, r *reproduce.Result) {
 	switch r.Status {
-	case engine.VerifyReproducible:
+	case reproduce.Reproducible:
 		fmt.Fprintf(w, "%s: reproducible (%s)\n", r.Phase, strings.Join(r.Same, ", "))
-	case engine.VerifyDiffers:
+	case reproduce.Differs:
 		fmt.Fprintf(w, "%s: NOT reproducible\n", r.Phase)
 		for _, d := range r.Differ {
 			fmt.Fprintf(w, "  differs: %s", d.Output)
@@ -189,22 +190,22 @@ func writeVerifyResult(w io.Writer, r *engine.VerifyResult) {
 		for _, s := range r.Same {
 			fmt.Fprintf(w, "  same:    %s\n", s)
 		}
-	case engine.VerifyFailed:
+	case reproduce.Failed:
 		fmt.Fprintf(w, "%s: rerun failed: %s\n", r.Phase, r.Error)
 	default:
 		fmt.Fprintf(w, "%s: %s\n", r.Phase, r.Error)
 	}
 }
 
-func writeVerifyJSON(w io.Writer, plan *engine.VerifyPlan, results []*engine.VerifyResult) error {
+func writeVerifyJSON(w io.Writer, plan *engine.VerifyPlan, results []*reproduce.Result) error {
 	rep := verifyReport{Plan: plan, Results: results, Reproducible: len(results) > 0}
 	for _, r := range results {
-		if r.Status != engine.VerifyReproducible {
+		if r.Status != reproduce.Reproducible {
 			rep.Reproducible = false
 		}
 	}
 	if rep.Results == nil {
-		rep.Results = []*engine.VerifyResult{}
+		rep.Results = []*reproduce.Result{}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
