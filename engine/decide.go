@@ -1,9 +1,9 @@
 package engine
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/keydiff"
 	"os"
 	"strings"
 	"time"
@@ -429,7 +429,7 @@ func diffComponents(prev, cur []cache.Component, producer map[string]string) []s
 	say := func(k nk, old, new string, hadOld, hasNew bool) {
 		switch k.kind {
 		case kindCommand:
-			reasons = append(reasons, fmt.Sprintf("command changed: %s → %s", displayCommand(old), displayCommand(new)))
+			reasons = append(reasons, fmt.Sprintf("command changed: %s → %s", keydiff.DisplayCommand(old), keydiff.DisplayCommand(new)))
 		case kindWorkdir:
 			reasons = append(reasons, fmt.Sprintf("workdir %s → %s", old, new))
 		case kindOutput:
@@ -505,20 +505,6 @@ func diffComponents(prev, cur []cache.Component, producer map[string]string) []s
 		reasons = append(reasons, "declared outputs changed")
 	}
 	return reasons
-}
-
-// displayCommand renders a command component (a JSON argv) as the user
-// wrote it.
-func displayCommand(v string) string {
-	var argv []string
-	if err := json.Unmarshal([]byte(v), &argv); err != nil || len(argv) == 0 {
-		return v
-	}
-	if len(argv) == 3 && argv[0] == "sh" && argv[1] == "-c" {
-		return fmt.Sprintf("%q", argv[2])
-	}
-	b, _ := json.Marshal(argv)
-	return string(b)
 }
 
 // maskSensitive hides the values of sensitive variables in text meant

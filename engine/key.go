@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/keydiff"
 	"io/fs"
 	"slices"
 	"sort"
@@ -20,13 +21,13 @@ import (
 // Component kinds hashed into a phase key. The same components, recorded in
 // the cache entry, explain later why a phase reruns.
 const (
-	kindCommand  = "command"
+	kindCommand  = keydiff.KindCommand
 	kindWorkdir  = "workdir"
 	kindEnv      = "env"
 	kindParam    = "param"
 	kindOutput   = cache.KindOutput
-	kindInput    = "input"
-	kindUpstream = "upstream"
+	kindInput    = keydiff.KindInput
+	kindUpstream = keydiff.KindUpstream
 	kindBudget   = "budget"
 	kindEnvFn    = "env()"
 )

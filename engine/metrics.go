@@ -11,50 +11,21 @@ import (
 )
 
 // readMetrics reads the metrics files of a phase whose outputs are in the
-// workspace into one JSON object, {"<path>": <the file's JSON object>},
-// with sorted members. A file that is missing, too large, not JSON or not
-// a JSON object is reported as a warning and left out: metrics never fail
-// a phase. It returns nil when no file could be used.
+// workspace (phasefile.CollectMetrics); a file that cannot be used is a
+// warning, never a failure.
 func (e *Engine) readMetrics(p *spec.Phase) json.RawMessage {
-	if len(p.Metrics) == 0 {
-		return nil
-	}
-	m := make(map[string]json.RawMessage, len(p.Metrics))
-	for _, path := range p.Metrics {
-		v, err := phasefile.ReadMetrics(e.ws.Abs(path))
-		if err != nil {
-			e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
-				Message: fmt.Sprintf("phase %s: metrics file %s not recorded: %v", p.Addr, path, err)})
-			continue
-		}
-		m[path] = v
-	}
-	return phasefile.MetricsObject(m)
+	return phasefile.CollectMetrics(p.Metrics, e.ws.Abs, func(path string, err error) {
+		e.rep.Report(Event{Kind: EventWarning, Phase: p.Addr, Time: e.now(),
+			Message: fmt.Sprintf("phase %s: metrics file %s not recorded: %v", p.Addr, path, err)})
+	})
 }
 
 // cachedMetrics returns the metrics of a phase whose result comes from
-// entry (cached or restored): those recorded in the entry for the files
-// the phase names. An entry recorded before the spec named one of them
-// lacks it; then the files are read from the workspace, where the outputs
-// now equal the entry's.
+// entry: those the entry recorded (phasefile.RecordedMetrics), else the
+// files in the workspace, where the outputs now equal the entry's.
 func (e *Engine) cachedMetrics(p *spec.Phase, entry *cache.Entry) json.RawMessage {
-	if len(p.Metrics) == 0 {
-		return nil
-	}
-	var recorded map[string]json.RawMessage
-	if len(entry.Metrics) > 0 && json.Unmarshal(entry.Metrics, &recorded) == nil {
-		m := make(map[string]json.RawMessage, len(p.Metrics))
-		for _, path := range p.Metrics {
-			v, ok := recorded[path]
-			if !ok {
-				m = nil
-				break
-			}
-			m[path] = v
-		}
-		if m != nil {
-			return phasefile.MetricsObject(m)
-		}
+	if m, ok := phasefile.RecordedMetrics(p.Metrics, entry.Metrics); ok {
+		return m
 	}
 	return e.readMetrics(p)
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/cairn-run/cairn/keydiff"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +26,8 @@ type Why struct {
 	Against *WhyResult `json:"against,omitempty"`
 	// Note says what the comparison could not know (an upstream phase
 	// that must run first, a last result that has left the cache).
-	Note   string      `json:"note,omitempty"`
-	Fields []FieldDiff `json:"fields"`
+	Note   string          `json:"note,omitempty"`
+	Fields []keydiff.Field `json:"fields"`
 }
 
 // WhyResult identifies a cached result.
@@ -39,23 +40,6 @@ type WhyResult struct {
 	// and fingerprint when the cache trusts it, else its fingerprint.
 	SignedBy string `json:"signed_by,omitempty"`
 }
-
-// FieldDiff is one key component, as it is now and as it was.
-type FieldDiff struct {
-	Kind   string `json:"kind"`
-	Name   string `json:"name,omitempty"`
-	Change string `json:"change"` // "same", "changed", "added" or "removed"
-	Old    string `json:"old,omitempty"`
-	New    string `json:"new,omitempty"`
-}
-
-// Field changes.
-const (
-	FieldSame    = "same"
-	FieldChanged = "changed"
-	FieldAdded   = "added"
-	FieldRemoved = "removed"
-)
 
 // Why explains each phase named (a for_each block name stands for all its
 // instances): what a run would do with it and, field by field, how its key
@@ -162,87 +146,8 @@ func (e *Engine) why(d *Decision, plan map[string]*Decision) (*Why, error) {
 		}
 		old = prev.Components
 	}
-	w.Fields = e.fieldDiffs(old, comps, prev != nil)
+	w.Fields = keydiff.Fields(old, comps, prev != nil, e.spec.SensitiveValues)
 	return w, nil
-}
-
-// fieldDiffs pairs the components by kind and name, in the order of cur
-// then the removed ones, with values shown as people read them.
-func (e *Engine) fieldDiffs(prev, cur []cache.Component, compare bool) []FieldDiff {
-	type nk struct{ kind, name string }
-	pm := map[nk]string{}
-	for _, c := range prev {
-		pm[nk{c.Kind, c.Name}] = c.Value
-	}
-	seen := map[nk]bool{}
-	var out []FieldDiff
-	for _, c := range cur {
-		k := nk{c.Kind, c.Name}
-		seen[k] = true
-		f := FieldDiff{Kind: c.Kind, Name: c.Name, New: e.showValue(c.Kind, c.Value)}
-		old, had := pm[k]
-		switch {
-		case !compare:
-			f.Change = FieldAdded
-		case !had:
-			f.Change = FieldAdded
-		case old == c.Value:
-			f.Change = FieldSame
-		default:
-			f.Change = FieldChanged
-			f.Old = e.showValue(c.Kind, old)
-		}
-		out = append(out, f)
-	}
-	for _, c := range prev {
-		k := nk{c.Kind, c.Name}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, FieldDiff{Kind: c.Kind, Name: c.Name, Change: FieldRemoved, Old: e.showValue(c.Kind, c.Value)})
-	}
-	return e.maskFields(out)
-}
-
-// showValue renders a component's value: commands as written, file
-// contents by their short digest.
-func (e *Engine) showValue(kind, v string) string {
-	switch kind {
-	case kindCommand:
-		return displayCommand(v)
-	case kindInput, kindUpstream:
-		// "-:digest" or "x:digest" (executable; see fileValue); a
-		// symlink's "l:target" is shown as it is.
-		if mode, dig, ok := strings.Cut(v, ":"); ok && len(dig) == 64 {
-			s := "sha256:" + dig[:12]
-			if mode == "x" {
-				s += " (executable)"
-			}
-			return s
-		}
-	}
-	return v
-}
-
-// maskFields hides every value that holds a sensitive variable's value.
-func (e *Engine) maskFields(fs []FieldDiff) []FieldDiff {
-	for i := range fs {
-		for _, v := range e.spec.SensitiveValues {
-			if v == "" {
-				continue
-			}
-			if strings.Contains(fs[i].Old, v) || strings.Contains(fs[i].New, v) {
-				if fs[i].Old != "" {
-					fs[i].Old = "(sensitive)"
-				}
-				if fs[i].New != "" {
-					fs[i].New = "(sensitive)"
-				}
-			}
-		}
-	}
-	return fs
 }
 
 func joinNote(a, b string) string {

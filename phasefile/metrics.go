@@ -82,3 +82,46 @@ func jsonKind(c byte) string {
 		return "number"
 	}
 }
+
+// CollectMetrics reads the metrics files paths (workspace paths, made
+// absolute by abs) into one JSON object, {"<path>": <the file's JSON
+// object>}, with sorted members. A file that is missing, too large, not
+// JSON or not a JSON object goes to warn and is left out: metrics never
+// fail a phase. It returns nil when no file could be used.
+func CollectMetrics(paths []string, abs func(string) string, warn func(path string, err error)) json.RawMessage {
+	if len(paths) == 0 {
+		return nil
+	}
+	m := make(map[string]json.RawMessage, len(paths))
+	for _, path := range paths {
+		v, err := ReadMetrics(abs(path))
+		if err != nil {
+			warn(path, err)
+			continue
+		}
+		m[path] = v
+	}
+	return MetricsObject(m)
+}
+
+// RecordedMetrics returns the metrics a cache entry recorded (recorded)
+// for the files paths, and false when it lacks one of them (an entry
+// recorded before the spec named it) or there are none to return.
+func RecordedMetrics(paths []string, recorded json.RawMessage) (json.RawMessage, bool) {
+	if len(paths) == 0 {
+		return nil, true
+	}
+	var all map[string]json.RawMessage
+	if len(recorded) == 0 || json.Unmarshal(recorded, &all) != nil {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, len(paths))
+	for _, path := range paths {
+		v, ok := all[path]
+		if !ok {
+			return nil, false
+		}
+		m[path] = v
+	}
+	return MetricsObject(m), true
+}

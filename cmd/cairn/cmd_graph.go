@@ -106,7 +106,7 @@ func runGraph(g *globals, opts graphOptions, targets []string, out io.Writer) er
 		for _, t := range targets {
 			a := s.Resolve(t)
 			if a == nil {
-				return engine.UnknownTarget(s, t)
+				return spec.UnknownTarget(s, t)
 			}
 			addrs = append(addrs, a...)
 		}

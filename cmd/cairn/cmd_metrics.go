@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -251,7 +251,7 @@ func phaseFilter(runs []*runrec.RunState, names []string) (func(string) bool, er
 	want := map[string]bool{}
 	for _, n := range names {
 		if !known[n] {
-			return nil, &engine.UnknownPhaseError{Name: n, Valid: sortedNames(known)}
+			return nil, &spec.UnknownPhaseError{Name: n, Valid: sortedNames(known)}
 		}
 		want[n] = true
 	}

@@ -538,7 +538,7 @@ declares it.`,
 				}
 			}
 			err = runLogs(ctx, g, ws, phase, runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
-			if engine.IsUnknownPhase(err) && phase == args[0] {
+			if spec.IsUnknownPhase(err) && phase == args[0] {
 				// A directory output named like a phase ("results").
 				if owner, oerr := logsTarget(g, phase); oerr == nil && owner != phase {
 					return runLogs(ctx, g, ws, owner, runID, follow, !onlyErr, !onlyOut, cmd.OutOrStdout())
@@ -573,7 +573,7 @@ func logsTarget(g *globals, arg string) (string, error) {
 	if owner, ok := s.OutputOwner(arg); ok {
 		return owner, nil
 	}
-	return arg, engine.UnknownTarget(s, arg)
+	return arg, spec.UnknownTarget(s, arg)
 }
 
 func runLogs(ctx context.Context, g *globals, ws workspace.Workspace, phase, runID string, follow, wantOut, wantErr bool, out io.Writer) error {
@@ -605,14 +605,14 @@ func runLogs(ctx context.Context, g *globals, ws workspace.Workspace, phase, run
 				return runrec.ErrNoRuns
 			}
 			if latest.Phases[phase] == nil {
-				return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(latest.Phases)}
+				return &spec.UnknownPhaseError{Name: phase, Valid: sortedKeys(latest.Phases)}
 			}
 			return fmt.Errorf("phase %s has no logs in any recorded run: it has not run yet", phase)
 		}
 	}
 	ps := st.Phases[phase]
 	if ps == nil {
-		return &engine.UnknownPhaseError{Name: phase, Valid: sortedKeys(st.Phases)}
+		return &spec.UnknownPhaseError{Name: phase, Valid: sortedKeys(st.Phases)}
 	}
 	var files []string
 	if wantOut {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cairn-run/cairn/keydiff"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -92,18 +93,18 @@ func writeWhy(w io.Writer, y *engine.Why, all bool) {
 	fmt.Fprintf(tw, "  \tfield\twas\tnow\n")
 	same, shown := 0, 0
 	for _, f := range y.Fields {
-		if f.Change == engine.FieldSame && !all {
+		if f.Change == keydiff.FieldSame && !all {
 			same++
 			continue
 		}
-		mark := map[string]string{engine.FieldSame: " ", engine.FieldChanged: "~", engine.FieldAdded: "+", engine.FieldRemoved: "-"}[f.Change]
+		mark := map[string]string{keydiff.FieldSame: " ", keydiff.FieldChanged: "~", keydiff.FieldAdded: "+", keydiff.FieldRemoved: "-"}[f.Change]
 		was, now := f.Old, f.New
 		switch f.Change {
-		case engine.FieldSame:
+		case keydiff.FieldSame:
 			was = "="
-		case engine.FieldAdded:
+		case keydiff.FieldAdded:
 			was = "(none)"
-		case engine.FieldRemoved:
+		case keydiff.FieldRemoved:
 			now = "(none)"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", mark, fieldName(f), was, now)
@@ -124,7 +125,7 @@ func writeWhy(w io.Writer, y *engine.Why, all bool) {
 	}
 }
 
-func fieldName(f engine.FieldDiff) string {
+func fieldName(f keydiff.Field) string {
 	if f.Name == "" {
 		return f.Kind
 	}

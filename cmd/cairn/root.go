@@ -275,7 +275,7 @@ func report(g *globals, err error) int {
 	var de *diagError
 	var ee *exitError
 	var ue usageError
-	var unknown *engine.UnknownPhaseError
+	var unknown *spec.UnknownPhaseError
 	var missing *engine.MissingInputError
 	var unsat *engine.UnsatisfiedError
 	switch {
