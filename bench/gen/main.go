@@ -24,6 +24,8 @@
 // (one source: a copy of it; -shape does not apply), so its output is as
 // large as its inputs: the workload for restoring large outputs.
 //
+// With -data it writes instead one of the data workloads (see data.go).
+//
 // With -foreach K it writes instead a cairn-only sweep: one phase with a
 // for_each over K instances, for the planning scale test.
 package main
@@ -52,6 +54,8 @@ func main() {
 	foreach := flag.Int("foreach", 0, "write a cairn for_each sweep of this many instances instead")
 	noInputs := flag.Bool("no-inputs", false, "write only the tool's files, not in/")
 	flag.BoolVar(&copyMode, "copy", false, "each phase writes its sources concatenated, not their hash (large outputs)")
+	data := flag.String("data", "", "write a data workload instead (cairn only): files (-count files of -s bytes under in/), outs (a phase writing -count files of -s bytes into one directory output), outlist (the same, each file a declared output) or big (-count files of -s bytes)")
+	count := flag.Int("count", 0, "how many files, for -data")
 	flag.StringVar(&shape, "shape", "cat", "every phase's command: cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT) or script (sh "+scriptName+" SRCS OUT)")
 	flag.Parse()
 	if *out == "" {
@@ -59,6 +63,10 @@ func main() {
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fatal(err)
+	}
+	if *data != "" {
+		fatal(writeData(*data, *count, w.s, *out, !*noInputs))
+		return
 	}
 	if *foreach > 0 {
 		fatal(writeFile(*out, "experiment.hcl", sweepHCL(*foreach)))

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -109,6 +110,75 @@ func TestScriptIsASource(t *testing.T) {
 		}
 		if got := strings.Count(text.String(), decl); got != len(ps) {
 			t.Errorf("%s: %q found %d times, want once per phase (%d)", tool, decl, got, len(ps))
+		}
+	}
+}
+
+// The outlist workload declares exactly the files its command writes,
+// and outs the directory holding them: otherwise cairn would fail the
+// phase (a declared output missing) or the two would not compare.
+func TestDataOutputsAreWhatTheCommandWrites(t *testing.T) {
+	if _, err := exec.LookPath("split"); err != nil {
+		t.Skip("split is not installed")
+	}
+	const n, s = 12, 5
+	dir := t.TempDir()
+	if err := writeData("outlist", n, s, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", splitCommand(s))
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", splitCommand(s), err, out)
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "out", "d"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrote []string
+	for _, e := range ents {
+		wrote = append(wrote, "out/d/"+e.Name())
+		if info, err := e.Info(); err != nil || info.Size() != s {
+			t.Errorf("out/d/%s: %v bytes (%v), want %d", e.Name(), info.Size(), err, s)
+		}
+	}
+	hcl, err := os.ReadFile(filepath.Join(dir, "experiment.hcl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := regexp.MustCompile(`"(out/d/f\d+)"`).FindAllStringSubmatch(string(hcl), -1)
+	var decl []string
+	for _, m := range declared {
+		decl = append(decl, m[1])
+	}
+	if diff := cmp.Diff(decl, wrote); diff != "" {
+		t.Errorf("declared outputs (-) differ from the files written (+):\n%s", diff)
+	}
+}
+
+// The files workload puts every file where dataFile says, once.
+func TestDataFilesLayout(t *testing.T) {
+	dir := t.TempDir()
+	const n = 2*filesPerDir + 3
+	if err := writeData("files", n, 7, dir, true); err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	err := filepath.WalkDir(filepath.Join(dir, "in"), func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			count++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if count != n {
+		t.Errorf("%d files under in/, want %d", count, n)
+	}
+	for _, i := range []int{0, filesPerDir, n - 1} {
+		if st, err := os.Stat(filepath.Join(dir, dataFile(i))); err != nil || st.Size() != 7 {
+			t.Errorf("%s: %v", dataFile(i), err)
 		}
 	}
 }

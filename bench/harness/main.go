@@ -45,7 +45,7 @@ var (
 	outDir    = flag.String("results", "", "results directory (default bench/results/<timestamp>)")
 	toolList  = flag.String("tools", "cairn,make,ninja,task,snakemake,turbo", "tools to measure")
 	cairnBase = flag.String("cairn-base", "", "a cairn `binary` to measure beside the one built from the tree, as the tool cairn-base (add it to -tools): an older commit's build, for before-and-after ratios in one run")
-	sizeList  = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs), Lox and Lqox (Lo and Lqo on a loop-mounted XFS with reflinks; root and mkfs.xfs only) and XS (10 phases, a smoke test); default S,M,L,Lo; quick: S,Lq,Lqo")
+	sizeList  = flag.String("sizes", "", "sizes to run, of S, M, L, Lo (L whose outputs are copies of its inputs), Lq and Lqo (L and Lo with 8 MiB inputs), Lox and Lqox (Lo and Lqo on a loop-mounted XFS with reflinks; root and mkfs.xfs only), XS (10 phases, a smoke test) and the data workloads, cairn alone: Fn (n input files, as F1m or F10k), On (n outputs, as O100k) and Gs (4 inputs of s bytes, as G4 or G64m); default "+defaultSizes+"; quick: "+quickSizes)
 	timeout   = flag.Duration("timeout", 0, "cap on one run of a tool (default 300s; quick 90s)")
 	long      = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install   = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
@@ -72,6 +72,13 @@ type tool struct {
 	cache   bool               // restores outputs from its cache
 	ref     bool               // a reference copy (cp), only in restore of large outputs
 	summary func(string) string
+	// The data workloads (data.go) give a scenario's prepare and command
+	// per tool; nil: prepare's and cmd's.
+	prep func(w *ws, sc string) string
+	scmd func(w *ws, sc string) string
+	// noOut: a reference that writes no outputs (git status, find,
+	// sha256sum), so its probe counts none.
+	noOut bool
 }
 
 // ws is one tool's workspace at one size.
@@ -100,6 +107,9 @@ type size struct {
 	// shape: the form of every phase's command (gen -shape); "" for the
 	// copy sizes, whose phases are cp or cat.
 	shape string
+	// data: a data workload (data.go): every scenario is timed in rounds
+	// of one run a tool, with peak RSS from every run.
+	data bool
 }
 
 // label names the size and shape in file names: S-prog, Lo.
@@ -177,9 +187,9 @@ func main() {
 		{name: "Lox", n: 10, f: 10, s: 200 << 20, width: 10, copy: true, xfs: true, scens: []string{"cold", "restore"}, fastRuns: 10, slowRuns: 3},
 		{name: "Lqox", n: 10, f: 10, s: 8 << 20, width: 10, copy: true, xfs: true, scens: []string{"cold", "restore"}, fastRuns: 5, slowRuns: 3},
 	}
-	want := "S,M,L,Lo"
+	want := defaultSizes
 	if *quick {
-		want = "S,Lq,Lqo"
+		want = quickSizes
 		for i := range sizes {
 			sizes[i].fastRuns, sizes[i].slowRuns = 5, 2
 		}
@@ -193,6 +203,17 @@ func main() {
 			fatal("unknown shape " + sh + " in -shapes (cat, prog, script)")
 		}
 	}
+	var datas []size
+	for _, name := range strings.Split(want, ",") {
+		if slices.ContainsFunc(sizes, func(sz size) bool { return sz.name == name }) {
+			continue
+		}
+		ds, err := parseDataSize(name)
+		if err != nil {
+			fatal(err.Error())
+		}
+		datas = append(datas, ds)
+	}
 	for _, sz := range sizes {
 		if !slices.Contains(strings.Split(want, ","), sz.name) {
 			continue
@@ -205,6 +226,9 @@ func main() {
 			sz.shape = sh
 			runSize(sz, gen, ts)
 		}
+	}
+	for _, ds := range datas {
+		runData(ds, gen)
 	}
 	if *scale && cairn != "" {
 		runScale(gen)
@@ -612,6 +636,9 @@ func refTools(master string) []*tool {
 
 // prepare is the shell command that sets up the state a scenario starts from.
 func prepare(t *tool, w *ws, sc string) string {
+	if t.prep != nil {
+		return t.prep(w, sc)
+	}
 	cd := "cd " + w.dir + " && "
 	switch sc {
 	case "cold":
@@ -634,7 +661,11 @@ func command(t *tool, w *ws, sc string, rssFile string) string {
 	// for the shell's start-up swallows commands of a few ms whole. env
 	// -C changes directory and sets the variables, then execs the tool
 	// (no fork); the same for every tool.
-	vars, bin, _ := strings.Cut(t.cmd(w), "exec ")
+	c := t.cmd
+	if t.scmd != nil {
+		c = func(w *ws) string { return t.scmd(w, sc) }
+	}
+	vars, bin, _ := strings.Cut(c(w), "exec ")
 	if rssFile != "" {
 		// Peak RSS: one more exec, only on runs of seconds.
 		bin = gnuTime + " -a -o " + rssFile + " -f %M " + bin
@@ -650,7 +681,7 @@ func shArg(cmd string) string {
 
 // probe runs the tool once in the scenario, outside hyperfine.
 func probe(t *tool, w *ws, sc string, r *result, sz size) {
-	if err := sh(prepare(t, w, sc), time.Minute); err != nil {
+	if err := sh(prepare(t, w, sc), *timeout); err != nil {
 		r.Failed = "prepare failed: " + err.Error()
 		return
 	}
@@ -689,13 +720,14 @@ func probe(t *tool, w *ws, sc string, r *result, sz size) {
 	}
 	note := ""
 	switch {
+	case t.noOut:
 	case r.Total < sz.n:
 		r.Failed = fmt.Sprintf("left %d of %d outputs", r.Total, sz.n)
 		note = "  WRONG: " + r.Failed
 	case sc == "change1" && r.Wrote == 0:
 		r.Failed = "missed the change: wrote nothing"
 		note = "  WRONG: " + r.Failed
-	case sc == "noop" && r.Wrote > 0:
+	case (sc == "noop" || sc == "afteredit") && r.Wrote > 0:
 		note = "  (not a no-op)"
 	}
 	fmt.Printf("  %-10s probe %s, wrote %d/%d outputs %s%s\n", t.name, durStr(d.Seconds()), r.Wrote, sz.n, r.Self, note)
@@ -721,7 +753,7 @@ func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs 
 	name := sz.label() + "-" + sc
 	rssFiles := make([]string, len(ts))
 	for i, t := range ts {
-		if sc == "cold" && gnuTime != "" {
+		if (sc == "cold" || sz.data) && gnuTime != "" {
 			rssFiles[i] = filepath.Join(results, "logs", fmt.Sprintf("%s-%s-%s.rss", sz.label(), sc, t.name))
 			os.Remove(rssFiles[i])
 		}
@@ -731,7 +763,7 @@ func hyperfine(sz size, sc string, runs int, ts []*tool, wss map[string]*ws, rs 
 	// slow scenarios, a few (after a warm-up run) for the fast ones.
 	rounds, perRound, warmup := 1, runs, 0
 	switch {
-	case sc == "cold" || sc == "change1":
+	case sc == "cold" || sc == "change1" || sz.data:
 		rounds, perRound = runs, 1
 	case runs >= 2*fastRounds:
 		rounds, perRound, warmup = fastRounds, runs/fastRounds, 1
@@ -941,6 +973,9 @@ var scenarioTitle = map[string]string{
 	"touch":   "touch all inputs (same content)",
 	"change1": "change one input",
 	"restore": "restore all outputs (rm -rf out)",
+	// The data workloads (data.go).
+	"hash":      "cold hash of the inputs",
+	"afteredit": "the run after that change",
 }
 
 func report(elapsed time.Duration) {
@@ -965,6 +1000,7 @@ func report(elapsed time.Duration) {
 		sizeSection(&b, sec.size, sec.shape)
 	}
 	shapeReport(&b, sections)
+	dataReport(&b)
 	baseReport(&b, sections)
 	scaleSection(&b)
 	fmt.Fprintf(&b, "\nHarness wall time: %s. Raw hyperfine JSON and per-run logs: %s\n", elapsed.Round(time.Second), results)
@@ -1000,9 +1036,14 @@ func sizeSection(b *bytes.Buffer, sz, shape string) {
 	if sec.shape != "" {
 		title += ", shape " + sec.shape
 	}
-	fmt.Fprintf(b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", title, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
+	ratioCol := !dataNames[sz] // the data workloads' ratios are in their targets table
+	if ratioCol {
+		fmt.Fprintf(b, "\n## size %s\n\n| scenario | %s | cairn/%s |\n|---|%s---|\n", title, strings.Join(names, " | "), ref, strings.Repeat("---|", len(names)))
+	} else {
+		fmt.Fprintf(b, "\n## size %s\n\n| scenario | %s |\n|---|%s\n", title, strings.Join(names, " | "), strings.Repeat("---|", len(names)))
+	}
 	var wrote, rss bytes.Buffer
-	for _, sc := range []string{"cold", "noop", "touch", "change1", "restore"} {
+	for _, sc := range []string{"hash", "cold", "noop", "touch", "change1", "afteredit", "restore"} {
 		row := map[string]*result{}
 		for _, r := range all {
 			if r.Size == sz && r.Shape == sec.shape && r.Scenario == sc {
@@ -1043,13 +1084,15 @@ func sizeSection(b *bytes.Buffer, sz, shape string) {
 			wrote.WriteString(" |")
 		}
 		c, n := row["cairn"], row[ref]
-		if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
+		if !ratioCol {
+			b.WriteString("\n")
+		} else if c != nil && n != nil && c.Failed == "" && n.Failed == "" && n.Median > 0 {
 			fmt.Fprintf(b, " %.2f |\n", c.Median/n.Median)
 		} else {
 			fmt.Fprintf(b, " – |\n")
 		}
 		wrote.WriteString("\n")
-		if sc == "cold" || sc == "noop" {
+		if sc == "cold" || sc == "noop" || dataNames[sz] {
 			fmt.Fprintf(&rss, "| %s |", scenarioTitle[sc])
 			for _, n := range names {
 				if r := row[n]; r != nil && len(r.RSS) > 0 {
