@@ -185,7 +185,7 @@ func (e *Engine) Run(ctx context.Context, opts RunOptions) (*RunResult, error) {
 	e.cache.SetRemoteContext(work)
 	defer func() {
 		e.work = nil
-		e.cache.SetRemoteContext(nil)
+		e.cache.ClearRemoteContext()
 	}()
 
 	// Stop requests: the caller's channel and a "stop" file that cairn

@@ -71,13 +71,14 @@ func (t *Tiered) Remote() Backend { return t.backend }
 // SetRemoteContext makes downloads from the backend (an entry and its
 // blobs filling a local miss) give up once ctx is done: the lookup is then
 // a miss. An interrupted run sets it so that a slow remote body does not
-// hold it up. nil restores the default (downloads are never cancelled).
+// hold it up.
 func (t *Tiered) SetRemoteContext(ctx context.Context) {
-	if ctx == nil {
-		t.fetchCtx.Store(nil)
-		return
-	}
 	t.fetchCtx.Store(&ctx)
+}
+
+// ClearRemoteContext restores the default: downloads are never cancelled.
+func (t *Tiered) ClearRemoteContext() {
+	t.fetchCtx.Store(nil)
 }
 
 // fetchContext is the context downloads from the backend run under.

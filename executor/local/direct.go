@@ -412,19 +412,6 @@ func kernelExecs(p string, id fileID) bool {
 	return len(interp) > 0 && filepath.IsAbs(interp[0]) && isELF(fileHead(interp[0]))
 }
 
-// racySlack is how long before now a binary's ctime must lie for
-// kernelExecs to remember it: the timestamp granularity (taken as two
-// seconds, FAT's, where times are whole seconds) plus the lag of the
-// kernel's coarse clock behind the wall clock (50 ms is ample). The
-// digest memory of the engine follows the same rule.
-func racySlack(t int64) int64 {
-	const lag = 50e6
-	if t%1e9 == 0 {
-		return 2e9 + lag
-	}
-	return lag
-}
-
 func isELF(head []byte) bool { return bytes.HasPrefix(head, []byte("\x7fELF")) }
 
 // fileHead returns the first bytes of the file at p, as many as the
