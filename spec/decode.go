@@ -347,70 +347,75 @@ func decodeExperiment(b *hcl.Block, sc *scope, dir string) (Experiment, hcl.Diag
 			continue
 		}
 		seenCache = cb
-		cc, d := cb.Body.Content(cacheSchema)
+		diags = append(diags, decodeCacheBlock(cb, ctx, sc, dir, &exp)...)
+	}
+	return exp, diags
+}
+
+// decodeCacheBlock decodes the experiment's cache block into exp.
+func decodeCacheBlock(cb *hcl.Block, ctx *hcl.EvalContext, sc *scope, dir string, exp *Experiment) hcl.Diagnostics {
+	cc, diags := cb.Body.Content(cacheSchema)
+	if a, ok := cc.Attributes["dir"]; ok {
+		p, d := evalString(a.Expr, ctx, "cache.dir")
 		diags = append(diags, d...)
-		if a, ok := cc.Attributes["dir"]; ok {
-			p, d := evalString(a.Expr, ctx, "cache.dir")
-			diags = append(diags, d...)
-			if p != "" {
-				exp.CacheDir = absUnder(dir, expandHome(p, sc.lookupEnv))
-			}
+		if p != "" {
+			exp.CacheDir = absUnder(dir, expandHome(p, sc.lookupEnv))
 		}
-		if a, ok := cc.Attributes["shared"]; ok {
-			v, d := evalString(a.Expr, ctx, "cache.shared")
-			diags = append(diags, d...)
-			switch v {
-			case "group":
-				exp.CacheShared = true
-			case "", "none":
-			default:
-				if !d.HasErrors() {
-					diags = append(diags, &hcl.Diagnostic{
-						Severity: hcl.DiagError,
-						Summary:  "Invalid cache.shared",
-						Detail:   fmt.Sprintf("shared is %q; it can be \"group\" (teammates in the cache directory's Unix group share it) or \"none\".", v),
-						Subject:  a.Expr.Range().Ptr(),
-					})
-				}
-			}
-		}
-		if a, ok := cc.Attributes["remote"]; ok {
-			v, d := evalString(a.Expr, ctx, "cache.remote")
-			diags = append(diags, d...)
-			if msg := checkRemoteURL(v); msg != "" && !d.HasErrors() {
+	}
+	if a, ok := cc.Attributes["shared"]; ok {
+		v, d := evalString(a.Expr, ctx, "cache.shared")
+		diags = append(diags, d...)
+		switch v {
+		case "group":
+			exp.CacheShared = true
+		case "", "none":
+		default:
+			if !d.HasErrors() {
 				diags = append(diags, &hcl.Diagnostic{
 					Severity: hcl.DiagError,
-					Summary:  "Invalid cache.remote",
-					Detail:   msg,
+					Summary:  "Invalid cache.shared",
+					Detail:   fmt.Sprintf("shared is %q; it can be \"group\" (teammates in the cache directory's Unix group share it) or \"none\".", v),
 					Subject:  a.Expr.Range().Ptr(),
 				})
-			} else {
-				exp.CacheRemote = v
-			}
-		}
-		if a, ok := cc.Attributes["require_signed"]; ok {
-			v, d := evalBool(a.Expr, ctx, "cache.require_signed")
-			diags = append(diags, d...)
-			exp.CacheRequireSigned = v
-		}
-		if a, ok := cc.Attributes["trusted_keys"]; ok {
-			list, d := evalStringList(a.Expr, ctx, "cache.trusted_keys")
-			diags = append(diags, d...)
-			for _, p := range list {
-				if p == "" {
-					diags = append(diags, &hcl.Diagnostic{
-						Severity: hcl.DiagError,
-						Summary:  "Invalid cache.trusted_keys",
-						Detail:   "trusted_keys lists public key files (cairn cache keygen writes them); an empty path names none.",
-						Subject:  a.Expr.Range().Ptr(),
-					})
-					continue
-				}
-				exp.CacheTrustedKeys = append(exp.CacheTrustedKeys, absUnder(dir, expandHome(p, sc.lookupEnv)))
 			}
 		}
 	}
-	return exp, diags
+	if a, ok := cc.Attributes["remote"]; ok {
+		v, d := evalString(a.Expr, ctx, "cache.remote")
+		diags = append(diags, d...)
+		if msg := checkRemoteURL(v); msg != "" && !d.HasErrors() {
+			diags = append(diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError,
+				Summary:  "Invalid cache.remote",
+				Detail:   msg,
+				Subject:  a.Expr.Range().Ptr(),
+			})
+		} else {
+			exp.CacheRemote = v
+		}
+	}
+	if a, ok := cc.Attributes["require_signed"]; ok {
+		v, d := evalBool(a.Expr, ctx, "cache.require_signed")
+		diags = append(diags, d...)
+		exp.CacheRequireSigned = v
+	}
+	if a, ok := cc.Attributes["trusted_keys"]; ok {
+		list, d := evalStringList(a.Expr, ctx, "cache.trusted_keys")
+		diags = append(diags, d...)
+		for _, p := range list {
+			if p == "" {
+				diags = append(diags, &hcl.Diagnostic{
+					Severity: hcl.DiagError,
+					Summary:  "Invalid cache.trusted_keys",
+					Detail:   "trusted_keys lists public key files (cairn cache keygen writes them); an empty path names none.",
+					Subject:  a.Expr.Range().Ptr(),
+				})
+				continue
+			}
+			exp.CacheTrustedKeys = append(exp.CacheTrustedKeys, absUnder(dir, expandHome(p, sc.lookupEnv)))
+		}
+	}
+	return diags
 }
 
 // checkRemoteURL returns why u cannot be a remote cache URL, or "".
