@@ -115,9 +115,11 @@ if [ ! -x "$BIN" ]; then
 fi
 
 log "starting versitygw on 127.0.0.1:$PORT (data $DIR/data)"
-# setsid: the server outlives this script and the CI step's process group.
+# setsid: the server outlives this script and the CI step's process group;
+# 9>&-: it must not hold the setup lock, or every later setup and teardown
+# would wait for it.
 setsid "$BIN" --access "$ACCESS" --secret "$SECRET" --region "$REGION" --port "127.0.0.1:$PORT" --quiet \
-  posix "$DIR/data" >"$DIR/logs/versitygw.log" 2>&1 </dev/null &
+  posix "$DIR/data" >"$DIR/logs/versitygw.log" 2>&1 </dev/null 9>&- &
 echo $! >"$RUN/versitygw.pid"
 deadline=$((SECONDS + READY_TIMEOUT))
 until answers; do
