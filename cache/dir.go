@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
 // Names inside the cache root. FORMAT.md describes each.
@@ -50,10 +52,10 @@ type Dir struct {
 	opts  Options
 	sign  *signer // nil: entries are written without the team HMAC
 	// writer signs entries with this writer's own key (nil: not).
-	writer *PrivateKey
+	writer *sigkey.PrivateKey
 	// trusted holds the keys of TrustedKeys by their bytes; nil: no
 	// writer's signature is required.
-	trusted map[string]*PublicKey
+	trusted map[string]*sigkey.PublicKey
 	// warnedUntrusted holds the keys of the entries already warned about.
 	warnedUntrusted sync.Map
 	// damagedFormat: opened with AllowDamagedFormat over a damaged
@@ -93,11 +95,11 @@ type Options struct {
 	// WriterKey, if set, signs every entry written with this writer's own
 	// key (see FORMAT.md, "Signed entries"). It may be set together with
 	// SigningKey: the entry then carries both signatures.
-	WriterKey *PrivateKey
+	WriterKey *sigkey.PrivateKey
 	// TrustedKeys, if not empty, makes readers treat an entry that no
 	// key of the list signed as a miss (with a warning). It combines with
 	// RequireSigned: with both, an entry must pass both.
-	TrustedKeys []*PublicKey
+	TrustedKeys []*sigkey.PublicKey
 
 	// AllowDamagedFormat opens a cache whose format marker is damaged
 	// (see [ErrDamagedFormat]) without rewriting it, so that Verify can
@@ -134,7 +136,7 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	}
 	c.writer = o.WriterKey
 	if len(o.TrustedKeys) > 0 {
-		c.trusted = make(map[string]*PublicKey, len(o.TrustedKeys))
+		c.trusted = make(map[string]*sigkey.PublicKey, len(o.TrustedKeys))
 		for _, k := range o.TrustedKeys {
 			c.trusted[string(k.Key)] = k
 		}

@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
 // Versions of the action-entry encoding, written both in the header line
@@ -131,7 +133,7 @@ type Entry struct {
 	// SignedBy is the key of the writer that signed the entry (format 5),
 	// or nil. Its Comment is set only when the reading Dir trusts the key.
 	// Never stored: the signature is.
-	SignedBy *PublicKey `json:"-"`
+	SignedBy *sigkey.PublicKey `json:"-"`
 }
 
 // KindOutput is the kind of the component naming one of the outputs a
@@ -255,7 +257,7 @@ func ParseEntry(b []byte) (*Entry, error) {
 		return nil, err
 	}
 	if signer != nil {
-		e.SignedBy = &PublicKey{Key: signer}
+		e.SignedBy = &sigkey.PublicKey{Key: signer}
 	}
 	return e, nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
 // FuzzPutGet checks Get(Put(b)) == b and that the digest is HashBytes(b),
@@ -130,7 +132,7 @@ func componentsFromBytes(b []byte) []Component {
 // fuzzer reaches the validation behind the checksum.
 func FuzzParseEntry(f *testing.F) {
 	if b, err := EncodeEntry(sampleEntry()); err == nil {
-		if k, err := GenerateKey("fuzz"); err == nil {
+		if k, err := sigkey.GenerateKey("fuzz"); err == nil {
 			f.Add(sealEnvelope(b, k))
 		}
 	}

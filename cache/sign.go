@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
 // Entries may be signed with a team key so that readers can tell an entry
@@ -27,7 +29,7 @@ import (
 
 const sigPrefix = "sig hmac-sha256 "
 
-// Entries may also be signed by their writer's own Ed25519 key (sigkey.go),
+// Entries may also be signed by their writer's own Ed25519 key (package sigkey),
 // so that a reader trusts writers one by one and can tell who wrote an
 // entry. Such an entry is an envelope (format 5) around the stored form of
 // an entry of format 1, 2 or 4:
@@ -47,9 +49,9 @@ const (
 )
 
 // sealEnvelope returns the signed envelope around inner, a stored entry.
-func sealEnvelope(inner []byte, k *PrivateKey) []byte {
+func sealEnvelope(inner []byte, k *sigkey.PrivateKey) []byte {
 	pub := base64.StdEncoding.EncodeToString(k.Public().Key)
-	sig := base64.StdEncoding.EncodeToString(k.sign(inner))
+	sig := base64.StdEncoding.EncodeToString(k.Sign(inner))
 	out := make([]byte, 0, len(envelopeHeader)+len(edSigPrefix)+len(pub)+len(sig)+2+len(inner))
 	out = append(out, envelopeHeader...)
 	out = append(out, edSigPrefix...)
@@ -89,7 +91,7 @@ func openEnvelope(b []byte) (inner []byte, signer ed25519.PublicKey, err error) 
 		return nil, nil, errors.New("signed entry: an envelope inside an envelope")
 	}
 	if !ed25519.Verify(pub, inner, sig) {
-		return nil, nil, fmt.Errorf("signed entry: the signature of %s does not check: the entry was changed after it was signed", fingerprint(pub))
+		return nil, nil, fmt.Errorf("signed entry: the signature of %s does not check: the entry was changed after it was signed", sigkey.Fingerprint(pub))
 	}
 	return inner, pub, nil
 }
@@ -179,7 +181,7 @@ func (c *Dir) checkTrust(b []byte, e *Entry) error {
 		return fmt.Errorf("%w: not signed by a writer's key", ErrUntrusted)
 	}
 	if _, ok := c.trusted[string(signer)]; !ok {
-		return fmt.Errorf("%w: signed by %s, which is not a trusted key", ErrUntrusted, fingerprint(signer))
+		return fmt.Errorf("%w: signed by %s, which is not a trusted key", ErrUntrusted, sigkey.Fingerprint(signer))
 	}
 	return nil
 }
@@ -197,7 +199,7 @@ func (c *Dir) nameSigner(e *Entry) {
 // Signer returns the key that signed stored entry bytes b, with its
 // comment if the directory trusts it; nil if b has no writer's signature
 // that checks.
-func (c *Dir) Signer(b []byte) *PublicKey {
+func (c *Dir) Signer(b []byte) *sigkey.PublicKey {
 	signed, _, err := splitSig(b)
 	if err != nil {
 		return nil
@@ -209,11 +211,11 @@ func (c *Dir) Signer(b []byte) *PublicKey {
 	if k, ok := c.trusted[string(pub)]; ok {
 		return k
 	}
-	return &PublicKey{Key: pub}
+	return &sigkey.PublicKey{Key: pub}
 }
 
 // Trusts reports whether k is one of the directory's TrustedKeys.
-func (c *Dir) Trusts(k *PublicKey) bool {
+func (c *Dir) Trusts(k *sigkey.PublicKey) bool {
 	_, ok := c.trusted[string(k.Key)]
 	return ok
 }

@@ -113,7 +113,7 @@ type VerifyReport struct {
 
 // SignerCount is how many entries one writer's key signed.
 type SignerCount struct {
-	Signer      string // cache.PublicKey.String()
+	Signer      string // sigkey.PublicKey.String()
 	Fingerprint string
 	Trusted     bool // the key is one of the cache's TrustedKeys
 	Entries     int

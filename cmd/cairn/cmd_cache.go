@@ -14,6 +14,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/sigkey"
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
@@ -386,11 +387,11 @@ entries a listed key signed. It never overwrites a file.`,
 			if !cmd.Flags().Changed("comment") {
 				comment = defaultKeyComment()
 			}
-			k, err := cache.GenerateKey(comment)
+			k, err := sigkey.GenerateKey(comment)
 			if err != nil {
 				return usageError{fmt.Errorf("--comment: %w", err)}
 			}
-			priv, pub, err := cache.WriteKeyPair(out, k)
+			priv, pub, err := sigkey.WriteKeyPair(out, k)
 			if err != nil {
 				return usageError{err}
 			}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cache/sigkey"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/spec"
@@ -539,7 +540,7 @@ func (g *globals) openCache(dir string, s *spec.Spec) (*remote.Tiered, error) {
 // spec's cache.trusted_keys. Errors name the file, never its content.
 func writerKeys(o *cache.Options, specKeys []string) error {
 	if p := os.Getenv("CAIRN_SIGNING_KEY"); p != "" {
-		k, err := cache.LoadPrivateKey(p)
+		k, err := sigkey.LoadPrivateKey(p)
 		if err != nil {
 			return fmt.Errorf("CAIRN_SIGNING_KEY: %w", err)
 		}
@@ -553,7 +554,7 @@ func writerKeys(o *cache.Options, specKeys []string) error {
 		if p == "" {
 			continue
 		}
-		k, err := cache.LoadPublicKey(p)
+		k, err := sigkey.LoadPublicKey(p)
 		if err != nil {
 			return fmt.Errorf("%s: %w", from, err)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote/remotetest"
+	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
 // signersSpec has one phase per writer; each writes who ran it, from
@@ -60,11 +61,11 @@ func TestWritersSignatures(t *testing.T) {
 	}
 	ciKey, ciPub := keygen("ci")
 	malloryKey, _ := keygen("mallory")
-	ci, err := cache.LoadPublicKey(ciPub)
+	ci, err := sigkey.LoadPublicKey(ciPub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	malloryPriv, err := cache.LoadPrivateKey(malloryKey)
+	malloryPriv, err := sigkey.LoadPrivateKey(malloryKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,9 @@
-package cache
+// Package sigkey holds the key files of per-writer signatures: a writer's
+// Ed25519 key pair, parsed, loaded, generated, written and fingerprinted.
+// It is apart from cache because the files are the command line's and
+// people's business (keygen, trusted_keys, cairn why), while the store
+// only signs and checks bytes with keys it is handed.
+package sigkey
 
 import (
 	"bytes"
@@ -16,7 +21,7 @@ import (
 	"unicode"
 )
 
-// A writer's own signing key (see FORMAT.md, "Signed entries"). The
+// A writer's own signing key (see cache/FORMAT.md, "Signed entries"). The
 // private key is a PEM block holding the 32-byte Ed25519 seed:
 //
 //	-----BEGIN CAIRN ED25519 PRIVATE KEY-----
@@ -47,9 +52,10 @@ type PublicKey struct {
 }
 
 // Fingerprint returns "SHA256:" and the unpadded base64 of the key's SHA-256.
-func (k *PublicKey) Fingerprint() string { return fingerprint(k.Key) }
+func (k *PublicKey) Fingerprint() string { return Fingerprint(k.Key) }
 
-func fingerprint(pub []byte) string {
+// Fingerprint returns "SHA256:" and the unpadded base64 of pub's SHA-256.
+func Fingerprint(pub []byte) string {
 	sum := sha256.Sum256(pub)
 	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
 }
@@ -152,7 +158,8 @@ func (k *PrivateKey) String() string { return "private key of " + k.Public().Str
 // GoString is String, so %#v shows no secret either.
 func (k *PrivateKey) GoString() string { return k.String() }
 
-func (k *PrivateKey) sign(b []byte) []byte { return ed25519.Sign(k.key, b) }
+// Sign returns the Ed25519 signature of b.
+func (k *PrivateKey) Sign(b []byte) []byte { return ed25519.Sign(k.key, b) }
 
 // MarshalPEM returns the key's file form.
 func (k *PrivateKey) MarshalPEM() []byte {
