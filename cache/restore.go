@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cairn-run/cairn/cache/kernelcopy"
 	"github.com/cairn-run/cairn/internal/failpoint"
 )
 
@@ -216,14 +217,17 @@ func (c *Dir) restoreOnce(root *os.Root, d Digest, name string, perm fs.FileMode
 // copyVerified copies blob d from f into the empty file t and verifies
 // what t holds: with kernel, by the kernel for a large raw blob (raw is
 // its stat, nil if unknown; see
-// copyVerifiedKernel), else in user space while decoding and hashing (see
+// kernelcopy.Verified), else in user space while decoding and hashing (see
 // readVerified). err is an I/O error; bad says the blob is not d.
 // restoreOnce's second try copies in user space, so a blob is quarantined
 // only if reading it, not the kernel's copy, gave the wrong content.
 func (c *Dir) copyVerified(t, f *os.File, compressed bool, raw fs.FileInfo, d Digest, kernel bool) (bad, err error) {
-	if kernel && !compressed && raw != nil && raw.Size() >= kernelCopyMin {
-		if done, bad, err := copyVerifiedKernel(t, f, d); done {
-			return bad, err
+	if kernel && !compressed && raw != nil && raw.Size() >= kernelcopy.MinSize {
+		if done, sum, err := kernelcopy.Verified(t, f); done {
+			if err != nil {
+				return nil, err
+			}
+			return mismatch(sum, d), nil
 		}
 	}
 	return c.ReadVerified(t, f, compressed, d)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/cache/kernelcopy"
 )
 
 func TestRestoreFileReplacesAndSetsMode(t *testing.T) {
@@ -86,25 +88,14 @@ func withoutKernelCopy(t testing.TB) {
 		func(dst, src *os.File, roff, woff *int64, n int) (int, error) { return 0, syscall.EXDEV })
 }
 
-// setCopyHooks replaces cloneFile and copyRange (and forgets what the
-// filesystems were found to support) until the test ends.
+// setCopyHooks replaces the kernel copy's calls (nil keeps one, and
+// forgets what the filesystems were found to support) until the test ends.
 func setCopyHooks(t testing.TB, clone func(dst, src *os.File) error, rng func(dst, src *os.File, roff, woff *int64, n int) (int, error)) {
 	t.Helper()
-	oldClone, oldRange := cloneFile, copyRange
-	resetCaps := func() {
-		capsMu.Lock()
-		caps = map[fsKey]copyCaps{}
-		capsMu.Unlock()
-	}
-	cloneFile, copyRange = clone, rng
-	resetCaps()
-	t.Cleanup(func() {
-		cloneFile, copyRange = oldClone, oldRange
-		resetCaps()
-	})
+	t.Cleanup(kernelcopy.SetHooks(kernelcopy.Hooks{Clone: clone, Range: rng}))
 }
 
-// copyHook counts the calls of a replaced cloneFile or copyRange.
+// copyHook counts the calls of a replaced clone or copy_file_range.
 type copyHook struct{ clones, ranges int }
 
 // realClone stands in for a reflink where the filesystem has none: it
@@ -137,12 +128,12 @@ func realRange(dst, src *os.File, roff, woff *int64, n int) (int, error) {
 // exactly; a damaged one is quarantined and never lands under the
 // destination's name.
 func TestRestoreLargeRawBlob(t *testing.T) {
-	const size = 2*rangeChunk + 12345
+	const size = 2*kernelcopy.Chunk + 12345
 	paths := map[string]func(t *testing.T){
 		"kernel":         func(t *testing.T) {},
 		"emulated clone": func(t *testing.T) { setCopyHooks(t, realClone, realRange) },
 		"no clone": func(t *testing.T) {
-			setCopyHooks(t, func(dst, src *os.File) error { return syscall.EOPNOTSUPP }, copyRange)
+			setCopyHooks(t, func(dst, src *os.File) error { return syscall.EOPNOTSUPP }, nil)
 		},
 		"user space": func(t *testing.T) { withoutKernelCopy(t) },
 	}
@@ -232,7 +223,7 @@ func TestRestoreKernelCopyFallsBackOnce(t *testing.T) {
 			dir := t.TempDir()
 			const files = 3
 			for i := range files {
-				content := randomBytes(t, kernelCopyMin+i)
+				content := randomBytes(t, kernelcopy.MinSize+i)
 				d, err := c.PutBytes(content)
 				if err != nil {
 					t.Fatal(err)
@@ -271,7 +262,7 @@ func TestRestoreKernelCopyOtherErrors(t *testing.T) {
 	setCopyHooks(t,
 		func(dst, src *os.File) error {
 			h.clones++
-			dst.Write(bytes.Repeat([]byte("partial "), kernelCopyMin))
+			dst.Write(bytes.Repeat([]byte("partial "), kernelcopy.MinSize))
 			return syscall.EAGAIN
 		},
 		func(dst, src *os.File, roff, woff *int64, n int) (int, error) {
@@ -284,7 +275,7 @@ func TestRestoreKernelCopyOtherErrors(t *testing.T) {
 	c := newDir(t)
 	dir := t.TempDir()
 	for i := range 2 {
-		content := randomBytes(t, kernelCopyMin+i)
+		content := randomBytes(t, kernelcopy.MinSize+i)
 		d, err := c.PutBytes(content)
 		if err != nil {
 			t.Fatal(err)
@@ -315,7 +306,7 @@ func TestRestoreKernelCopyIOError(t *testing.T) {
 			return realRange(dst, src, roff, woff, 4096)
 		})
 	c := newDir(t)
-	d, err := c.PutBytes(randomBytes(t, 2*kernelCopyMin))
+	d, err := c.PutBytes(randomBytes(t, 2*kernelcopy.MinSize))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +343,7 @@ func TestRestoreBadKernelCopy(t *testing.T) {
 			return m, err
 		})
 	c := newDir(t)
-	content := randomBytes(t, 2*kernelCopyMin)
+	content := randomBytes(t, 2*kernelcopy.MinSize)
 	d, err := c.PutBytes(content)
 	if err != nil {
 		t.Fatal(err)
@@ -380,7 +371,7 @@ func TestRestoreLargeCompressedBlob(t *testing.T) {
 			return 0, syscall.EXDEV
 		})
 	c := newDir(t)
-	content := textBytes(4 * kernelCopyMin)
+	content := textBytes(4 * kernelcopy.MinSize)
 	d, err := c.PutBytes(content)
 	if err != nil {
 		t.Fatal(err)
