@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/planfile"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/estimate"
@@ -31,7 +32,7 @@ func (o *planOptions) AddFlags(f *pflag.FlagSet) {
 	o.gateFlags.AddFlags(f)
 	f.BoolVar(&o.JSON, "json", false, "print the plan as JSON")
 	f.BoolVar(&o.NoEstimates, "no-estimates", false, "leave out the estimates (and the reading of past runs they need)")
-	f.StringVar(&o.Out, "out", "", "also save the plan to `FILE` (by convention *"+planFileExt+"): cairn run FILE runs exactly it, or refuses if the spec, a variable or an input changed since; sensitive values are never written")
+	f.StringVar(&o.Out, "out", "", "also save the plan to `FILE` (by convention *"+planfile.Ext+"): cairn run FILE runs exactly it, or refuses if the spec, a variable or an input changed since; sensitive values are never written")
 }
 
 // planLong is plan's help: what its columns mean.
@@ -89,7 +90,7 @@ func runPlan(g *globals, opts planOptions, targets []string, out io.Writer) erro
 		return err
 	}
 	if opts.Out != "" {
-		data, err := encodePlanFile(newSavedPlan(s, targets, opts.gates(), plan), s, os.LookupEnv)
+		data, err := planfile.Encode(planfile.New(s, targets, opts.gates(), plan), s, os.LookupEnv)
 		if err != nil {
 			return fmt.Errorf("plan -out %s: %w", opts.Out, err)
 		}

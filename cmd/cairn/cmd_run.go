@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/planfile"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/runrec"
@@ -96,8 +97,8 @@ phase would be decided otherwise or get another key, nothing runs: cairn
 lists what changed and exits 2.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if ok, err := isPlanFile(args[0]); err != nil {
-					return err
+				if ok, err := planfile.Is(args[0]); err != nil {
+					return usageError{err}
 				} else if ok {
 					return applyPlan(cmd, g, opts, args[0])
 				}
@@ -213,7 +214,7 @@ func applyPlan(cmd *cobra.Command, g *globals, opts runOptions, path string) err
 	if err := checkExecutor(opts.Executor); err != nil {
 		return err
 	}
-	sp, err := readPlanFile(path)
+	sp, err := planfile.Read(path)
 	if err != nil {
 		return usageError{err}
 	}
@@ -245,7 +246,7 @@ func applyPlan(cmd *cobra.Command, g *globals, opts runOptions, path string) err
 
 // checkSavedPlan plans again as sp was planned and returns an error (exit
 // status 2) listing every difference, or nil when there is none.
-func checkSavedPlan(g *globals, sp *savedPlan, path string) error {
+func checkSavedPlan(g *globals, sp *planfile.Plan, path string) error {
 	g.makesState = true
 	s, eng, err := g.openEngine(nil)
 	if err != nil {
@@ -255,7 +256,7 @@ func checkSavedPlan(g *globals, sp *savedPlan, path string) error {
 	if err != nil {
 		return err
 	}
-	changed := staleness(sp, s, plan, eng.DiffComponents)
+	changed := planfile.Staleness(sp, s, plan, eng.DiffComponents)
 	if len(changed) == 0 {
 		return nil
 	}

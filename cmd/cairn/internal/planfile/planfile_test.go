@@ -1,4 +1,4 @@
-package main
+package planfile
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 
 var testKey = strings.Repeat("ab", 32)
 
-func testSavedPlan() *savedPlan {
-	return &savedPlan{
+func testPlan() *Plan {
+	return &Plan{
 		Spec:            "experiment.hcl",
 		SpecSHA256:      strings.Repeat("0f", 32),
 		Targets:         []string{"optimize"},
@@ -24,7 +24,7 @@ func testSavedPlan() *savedPlan {
 		Variables:       map[string]string{"rounds": "40"},
 		Sensitive:       []string{"token"},
 		SensitiveDigest: "0123456789abcdef",
-		Phases: []savedPhase{
+		Phases: []Phase{
 			{Phase: "prepare", Action: engine.ActionRun, Key: testKey, Reasons: []string{"input raw.txt changed"},
 				Components: []cache.Component{{Kind: "input", Name: "raw.txt", Value: "-:" + testKey}}},
 			{Phase: "optimize", Action: engine.ActionRun, ProvisionalKey: testKey},
@@ -33,12 +33,12 @@ func testSavedPlan() *savedPlan {
 }
 
 func TestPlanFileRoundTrip(t *testing.T) {
-	sp := testSavedPlan()
-	data, err := encodePlanFile(sp, &spec.Spec{}, func(string) (string, bool) { return "", false })
+	sp := testPlan()
+	data, err := Encode(sp, &spec.Spec{}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodePlanFile(data)
+	got, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestPlanFileRoundTrip(t *testing.T) {
 }
 
 func TestPlanFileDecodeRejects(t *testing.T) {
-	good, err := encodePlanFile(testSavedPlan(), &spec.Spec{}, func(string) (string, bool) { return "", false })
+	good, err := Encode(testPlan(), &spec.Spec{}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,8 @@ func TestPlanFileDecodeRejects(t *testing.T) {
 		data []byte
 		want string
 	}{
-		{"no magic", bytes.TrimPrefix(good, []byte(planFileMagic)), "not a saved plan"},
-		{"other version", append([]byte("cairn-plan 2\n"), good[len(planFileMagic):]...), "not a saved plan"},
+		{"no magic", bytes.TrimPrefix(good, []byte(Magic)), "not a saved plan"},
+		{"other version", append([]byte("cairn-plan 2\n"), good[len(Magic):]...), "not a saved plan"},
 		{"truncated", good[:len(good)/2], "damaged"},
 		{"unknown field", bytes.Replace(good, []byte(`"spec":`), []byte(`"extra": 1, "spec":`), 1), "unknown field"},
 		{"trailing data", append(bytes.Clone(good), "{}"...), "data after the plan"},
@@ -69,9 +69,9 @@ func TestPlanFileDecodeRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := decodePlanFile(tt.data)
+			_, err := Decode(tt.data)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("decodePlanFile: got error %v, want one containing %q", err, tt.want)
+				t.Errorf("Decode: got error %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
@@ -90,38 +90,38 @@ func TestPlanFileRefusesSecrets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := encodePlanFile(testSavedPlan(), tt.s, func(n string) (string, bool) { v, ok := tt.env[n]; return v, ok })
+			_, err := Encode(testPlan(), tt.s, func(n string) (string, bool) { v, ok := tt.env[n]; return v, ok })
 			switch {
 			case tt.want == "" && err != nil:
-				t.Errorf("encodePlanFile: %v, want no error", err)
+				t.Errorf("Encode: %v, want no error", err)
 			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
-				t.Errorf("encodePlanFile: got error %v, want one containing %q", err, tt.want)
+				t.Errorf("Encode: got error %v, want one containing %q", err, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzDecodePlanFile: a saved plan may come from anywhere; decoding any
+// FuzzDecode: a saved plan may come from anywhere; decoding any
 // bytes returns a plan or an error, never panics, and a decoded plan
 // encodes and decodes to itself.
-func FuzzDecodePlanFile(f *testing.F) {
-	good, err := encodePlanFile(testSavedPlan(), &spec.Spec{}, func(string) (string, bool) { return "", false })
+func FuzzDecode(f *testing.F) {
+	good, err := Encode(testPlan(), &spec.Spec{}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(good)
-	f.Add([]byte(planFileMagic))
-	f.Add([]byte(planFileMagic + `{"spec":"x","spec_sha256":"` + strings.Repeat("0", 64) + `","targets":[],"gates":{},"variables":{},"phases":null}`))
+	f.Add([]byte(Magic))
+	f.Add([]byte(Magic + `{"spec":"x","spec_sha256":"` + strings.Repeat("0", 64) + `","targets":[],"gates":{},"variables":{},"phases":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sp, err := decodePlanFile(data)
+		sp, err := Decode(data)
 		if err != nil {
 			return
 		}
-		again, err := encodePlanFile(sp, &spec.Spec{}, func(string) (string, bool) { return "", false })
+		again, err := Encode(sp, &spec.Spec{}, func(string) (string, bool) { return "", false })
 		if err != nil {
 			t.Fatalf("encoding a decoded plan: %v", err)
 		}
-		sp2, err := decodePlanFile(again)
+		sp2, err := Decode(again)
 		if err != nil {
 			t.Fatalf("decoding a re-encoded plan: %v", err)
 		}

@@ -1,9 +1,14 @@
-package main
-
-// Saved plans: what cairn plan -out writes and cairn run FILE checks and
-// runs. A plan records what a run was approved to do, so that applying it
+// Package planfile is the saved-plan file format: what cairn plan -out
+// writes and cairn run FILE reads, checks and compares with the plan made
+// now. A plan records what a run was approved to do, so that applying it
 // refuses when anything that decides a phase moved since (the spec, a
 // variable, an input), as Terraform refuses a stale plan.
+//
+// It is apart from the command line because the format is a contract with
+// files from anywhere (every field is checked before use, and fuzzed) and
+// must keep secrets out; it is tested without cobra or a workspace. Being
+// under cmd/cairn/internal, only the command line may use it.
+package planfile
 
 import (
 	"bytes"
@@ -13,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -24,19 +30,19 @@ import (
 	"github.com/cairn-run/cairn/spec"
 )
 
-// planFileMagic starts every saved plan: cairn run tells a saved plan from
+// Magic starts every saved plan: cairn run tells a saved plan from
 // a target by it. The number is the format's version.
-const planFileMagic = "cairn-plan 1\n"
+const Magic = "cairn-plan 1\n"
 
-// planFileExt is the extension saved plans are given by convention; a file
+// Ext is the extension saved plans are given by convention; a file
 // with it must be a saved plan.
-const planFileExt = ".cairnplan"
+const Ext = ".cairnplan"
 
-// maxPlanFile bounds what is read of a file that claims to be a plan.
-const maxPlanFile = 1 << 30
+// maxSize bounds what is read of a file that claims to be a plan.
+const maxSize = 1 << 30
 
-// savedPlan is a saved plan's JSON body.
-type savedPlan struct {
+// Plan is a saved plan's JSON body.
+type Plan struct {
 	// Spec is the spec file as given; SpecSHA256 the SHA-256 of its bytes.
 	Spec       string       `json:"spec"`
 	SpecSHA256 string       `json:"spec_sha256"`
@@ -48,16 +54,16 @@ type savedPlan struct {
 	// Sensitive names the sensitive variables, whose values are never
 	// written: they must be given again to run the plan.
 	// SensitiveDigest tells their values apart without revealing them.
-	Sensitive       []string     `json:"sensitive,omitempty"`
-	SensitiveDigest string       `json:"sensitive_digest,omitempty"`
-	Phases          []savedPhase `json:"phases"`
+	Sensitive       []string `json:"sensitive,omitempty"`
+	SensitiveDigest string   `json:"sensitive_digest,omitempty"`
+	Phases          []Phase  `json:"phases"`
 }
 
-// savedPhase is one phase of a saved plan: what the run does with it, its
+// Phase is one phase of a saved plan: what the run does with it, its
 // key (or, when an upstream phase must run first, the provisional key of
 // its own components), and, for a phase that runs, the components, so a
 // stale plan can say what changed.
-type savedPhase struct {
+type Phase struct {
 	Phase          string            `json:"phase"`
 	Action         engine.Action     `json:"action"`
 	Key            string            `json:"key,omitempty"`
@@ -67,16 +73,16 @@ type savedPhase struct {
 }
 
 // phaseKey returns the key a phase is checked by.
-func (p *savedPhase) phaseKey() string {
+func (p *Phase) phaseKey() string {
 	if p.Key != "" {
 		return p.Key
 	}
 	return p.ProvisionalKey
 }
 
-// newSavedPlan records plan, made from s with targets and gates.
-func newSavedPlan(s *spec.Spec, targets []string, gates runrec.Gates, plan *engine.PlanResult) *savedPlan {
-	sp := &savedPlan{
+// New records plan, made from s with targets and gates.
+func New(s *spec.Spec, targets []string, gates runrec.Gates, plan *engine.PlanResult) *Plan {
+	sp := &Plan{
 		Spec:       s.File,
 		SpecSHA256: s.Hash,
 		Targets:    targets,
@@ -95,9 +101,9 @@ func newSavedPlan(s *spec.Spec, targets []string, gates runrec.Gates, plan *engi
 	if len(s.SensitiveVars) > 0 {
 		sp.SensitiveDigest = sensitiveDigest(s.SensitiveValues)
 	}
-	sp.Phases = make([]savedPhase, 0, len(plan.Decisions))
+	sp.Phases = make([]Phase, 0, len(plan.Decisions))
 	for _, d := range plan.Decisions {
-		ph := savedPhase{Phase: d.Phase, Action: d.Action, Key: d.Key, ProvisionalKey: d.ProvisionalKey(), Reasons: d.Reasons}
+		ph := Phase{Phase: d.Phase, Action: d.Action, Key: d.Key, ProvisionalKey: d.ProvisionalKey(), Reasons: d.Reasons}
 		if d.Action == engine.ActionRun {
 			ph.Components = d.PlanComponents()
 		}
@@ -120,17 +126,17 @@ func sensitiveDigest(values []string) string {
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
 
-// encodePlanFile returns the bytes of a saved plan. It refuses when they
+// Encode returns the bytes of a saved plan. It refuses when they
 // would hold a secret in clear: a value of a sensitive variable, or of an
 // environment variable a phase names in secret_env (both can reach a key
 // component or a reason that is not masked, such as a variable's value
 // equal to a secret).
-func encodePlanFile(sp *savedPlan, s *spec.Spec, lookupEnv func(string) (string, bool)) ([]byte, error) {
+func Encode(sp *Plan, s *spec.Spec, lookupEnv func(string) (string, bool)) ([]byte, error) {
 	body, err := json.MarshalIndent(sp, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	data := append([]byte(planFileMagic), body...)
+	data := append([]byte(Magic), body...)
 	data = append(data, '\n')
 	for _, v := range s.SensitiveValues {
 		if v != "" && bytes.Contains(data, []byte(v)) {
@@ -152,14 +158,14 @@ func encodePlanFile(sp *savedPlan, s *spec.Spec, lookupEnv func(string) (string,
 	return data, nil
 }
 
-// isPlanFile reports whether the argument of cairn run names a saved
-// plan: a file that starts with planFileMagic. A file named *.cairnplan
-// that does not is an error, not a target.
-func isPlanFile(arg string) (bool, error) {
+// Is reports whether the argument of cairn run names a saved
+// plan: a file that starts with Magic. A file named *.cairnplan
+// that does not is an error (a usage error to the caller), not a target.
+func Is(arg string) (bool, error) {
 	f, err := os.Open(arg)
 	if err != nil {
-		if strings.HasSuffix(arg, planFileExt) {
-			return false, usageError{fmt.Errorf("saved plan %s: %w", arg, err)}
+		if strings.HasSuffix(arg, Ext) {
+			return false, fmt.Errorf("saved plan %s: %w", arg, err)
 		}
 		return false, nil
 	}
@@ -167,51 +173,51 @@ func isPlanFile(arg string) (bool, error) {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return false, nil
 	}
-	head := make([]byte, len(planFileMagic))
+	head := make([]byte, len(Magic))
 	n, _ := io.ReadFull(f, head)
-	if string(head[:n]) == planFileMagic {
+	if string(head[:n]) == Magic {
 		return true, nil
 	}
-	if strings.HasSuffix(arg, planFileExt) {
+	if strings.HasSuffix(arg, Ext) {
 		if bytes.HasPrefix(head[:n], []byte("cairn-plan ")) {
-			return false, usageError{fmt.Errorf("saved plan %s: written by another version of cairn (its first line is not %q); make a new plan with cairn plan -out", arg, strings.TrimSpace(planFileMagic))}
+			return false, fmt.Errorf("saved plan %s: written by another version of cairn (its first line is not %q); make a new plan with cairn plan -out", arg, strings.TrimSpace(Magic))
 		}
-		return false, usageError{fmt.Errorf("%s is not a saved plan (it does not start with %q)", arg, strings.TrimSpace(planFileMagic))}
+		return false, fmt.Errorf("%s is not a saved plan (it does not start with %q)", arg, strings.TrimSpace(Magic))
 	}
 	return false, nil
 }
 
-// readPlanFile reads and decodes the saved plan at path.
-func readPlanFile(path string) (*savedPlan, error) {
+// Read reads and decodes the saved plan at path.
+func Read(path string) (*Plan, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxPlanFile+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(data) > maxPlanFile {
-		return nil, fmt.Errorf("saved plan %s: larger than %d bytes", path, maxPlanFile)
+	if len(data) > maxSize {
+		return nil, fmt.Errorf("saved plan %s: larger than %d bytes", path, maxSize)
 	}
-	sp, err := decodePlanFile(data)
+	sp, err := Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("saved plan %s: %w", path, err)
 	}
 	return sp, nil
 }
 
-// decodePlanFile decodes and checks a saved plan's bytes, which may come
+// Decode decodes and checks a saved plan's bytes, which may come
 // from anywhere: every field is checked before it is used.
-func decodePlanFile(data []byte) (*savedPlan, error) {
-	body, ok := bytes.CutPrefix(data, []byte(planFileMagic))
+func Decode(data []byte) (*Plan, error) {
+	body, ok := bytes.CutPrefix(data, []byte(Magic))
 	if !ok {
-		return nil, fmt.Errorf("not a saved plan of this version of cairn (it does not start with %q)", strings.TrimSpace(planFileMagic))
+		return nil, fmt.Errorf("not a saved plan of this version of cairn (it does not start with %q)", strings.TrimSpace(Magic))
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	var sp savedPlan
+	var sp Plan
 	if err := dec.Decode(&sp); err != nil {
 		return nil, fmt.Errorf("damaged: %w", err)
 	}
@@ -252,16 +258,16 @@ func isHexDigest(s string, n int) bool {
 	return err == nil && strings.ToLower(s) == s
 }
 
-// staleness lists, one line each, how the plan made now (s, plan) differs
+// Staleness lists, one line each, how the plan made now (s, plan) differs
 // from the saved plan sp: the spec, the variables, and each phase whose
 // action or key changed, with what changed in it. None: the saved plan
 // still holds.
-func staleness(sp *savedPlan, s *spec.Spec, plan *engine.PlanResult, diff func(prev, cur []cache.Component) []string) []string {
+func Staleness(sp *Plan, s *spec.Spec, plan *engine.PlanResult, diff func(prev, cur []cache.Component) []string) []string {
 	var out []string
 	if s.Hash != sp.SpecSHA256 {
 		out = append(out, fmt.Sprintf("spec %s changed (sha256 %s → %s)", s.File, shortKey(sp.SpecSHA256), shortKey(s.Hash)))
 	}
-	now := newSavedPlan(s, nil, runrec.Gates{}, &engine.PlanResult{})
+	now := New(s, nil, runrec.Gates{}, &engine.PlanResult{})
 	names := map[string]bool{}
 	for n := range sp.Variables {
 		names[n] = true
@@ -269,7 +275,7 @@ func staleness(sp *savedPlan, s *spec.Spec, plan *engine.PlanResult, diff func(p
 	for n := range now.Variables {
 		names[n] = true
 	}
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		was, had := sp.Variables[n]
 		is, has := now.Variables[n]
 		switch {
@@ -291,7 +297,7 @@ func staleness(sp *savedPlan, s *spec.Spec, plan *engine.PlanResult, diff func(p
 		// Which one changed would tell a guesser more: say only that one did.
 		out = append(out, fmt.Sprintf("sensitive variables (%s): values differ from the plan's (values hidden; a saved plan holds none: give them again as when it was made)", strings.Join(now.Sensitive, ", ")))
 	}
-	planned := map[string]*savedPhase{}
+	planned := map[string]*Phase{}
 	for i := range sp.Phases {
 		planned[sp.Phases[i].Phase] = &sp.Phases[i]
 	}
@@ -332,4 +338,12 @@ func staleness(sp *savedPlan, s *spec.Spec, plan *engine.PlanResult, diff func(p
 		}
 	}
 	return out
+}
+
+// shortKey is a key's prefix as cairn prints keys.
+func shortKey(k string) string {
+	if len(k) > 12 {
+		return k[:12]
+	}
+	return k
 }
