@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/cairn-run/cairn/cmd/cairn/internal/history"
 	"github.com/cairn-run/cairn/runrec"
-	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -74,7 +71,7 @@ func runMetrics(g *globals, opts metricsOptions, phases []string, out io.Writer)
 	if err != nil {
 		return err
 	}
-	t, err := buildMetricsTable(runs, phases)
+	t, err := history.BuildMetrics(runs, phases)
 	if err != nil {
 		return err
 	}
@@ -83,21 +80,21 @@ func runMetrics(g *globals, opts metricsOptions, phases []string, out io.Writer)
 		if k, ok := strings.CutPrefix(key, "-"); ok {
 			key, desc = k, true
 		}
-		if err := t.sortBy(key, desc); err != nil {
-			return err
+		if err := t.SortBy(key, desc); err != nil {
+			return usageError{err}
 		}
 	}
 	switch {
 	case opts.JSON:
-		return t.writeJSON(out)
+		return t.WriteJSON(out)
 	case opts.CSV:
-		return t.writeCSV(out)
+		return t.WriteCSV(out)
 	}
-	if len(t.rows) == 0 {
+	if t.Len() == 0 {
 		_, err := fmt.Fprintln(out, "no params or metrics recorded in the selected runs")
 		return err
 	}
-	return t.writeText(out, opts.Precision)
+	return t.WriteText(out, opts.Precision)
 }
 
 // selectRuns returns the runs to show, newest first: the given ones, the
@@ -151,218 +148,4 @@ func sortNewestFirst(runs []*runrec.RunState) {
 		}
 		return runs[i].RunID > runs[j].RunID
 	})
-}
-
-// metricsTable is the view the metrics command renders: fixed columns
-// run and phase, then the params, then the metrics, each group in natural
-// order.
-type metricsTable struct {
-	paramCols  []string
-	metricCols []string
-	rows       []metricsRow
-}
-
-type metricsRow struct {
-	run, phase string
-	values     map[string]json.RawMessage // by column name, params and metrics
-}
-
-// columns returns every column name in display order.
-func (t *metricsTable) columns() []string {
-	return append(append([]string{"run", "phase"}, t.paramCols...), t.metricCols...)
-}
-
-// value returns a row's value in a column, or nil.
-func (r *metricsRow) value(col string) json.RawMessage {
-	switch col {
-	case "run":
-		b, _ := json.Marshal(r.run)
-		return b
-	case "phase":
-		b, _ := json.Marshal(r.phase)
-		return b
-	}
-	return r.values[col]
-}
-
-// buildMetricsTable makes one row per phase of each run (newest run
-// first, phases in natural order) that recorded metrics, or that has
-// params and got as far as running or being found in the cache. phases,
-// when given, keeps only those phases (names or instance addresses).
-func buildMetricsTable(runs []*runrec.RunState, phases []string) (*metricsTable, error) {
-	keep, err := phaseFilter(runs, phases)
-	if err != nil {
-		return nil, err
-	}
-	t := &metricsTable{}
-	params, metrics := map[string]bool{}, map[string]bool{}
-	for _, st := range runs {
-		for _, addr := range sortedNames(st.Phases) {
-			ps := st.Phases[addr]
-			if !keep(addr) {
-				continue
-			}
-			switch {
-			case len(ps.Metrics) > 0:
-			case len(ps.Params) > 0 && !notStarted(ps.Status):
-			default:
-				continue
-			}
-			row := metricsRow{run: st.RunID, phase: addr, values: map[string]json.RawMessage{}}
-			for k, v := range flattenParams(ps.Params) {
-				row.values[k] = v
-				params[k] = true
-			}
-			for k, v := range flattenMetrics(ps.Metrics) {
-				row.values[k] = v
-				metrics[k] = true
-			}
-			t.rows = append(t.rows, row)
-		}
-	}
-	t.paramCols, t.metricCols = sortedNames(params), sortedNames(metrics)
-	return t, nil
-}
-
-// notStarted reports whether a phase status means the phase did nothing
-// in the run.
-func notStarted(status string) bool {
-	switch status {
-	case runrec.StatusPending, runrec.StatusSkipped, runrec.StatusBlocked:
-		return true
-	}
-	return false
-}
-
-// phaseFilter returns a predicate keeping the phases named (by address,
-// or by block name for all of its instances); every name must match a
-// phase of one of the runs.
-func phaseFilter(runs []*runrec.RunState, names []string) (func(string) bool, error) {
-	if len(names) == 0 {
-		return func(string) bool { return true }, nil
-	}
-	known := map[string]bool{}
-	for _, st := range runs {
-		for addr := range st.Phases {
-			known[addr] = true
-			known[blockOf(addr)] = true
-		}
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		if !known[n] {
-			return nil, &spec.UnknownPhaseError{Name: n, Valid: sortedNames(known)}
-		}
-		want[n] = true
-	}
-	return func(addr string) bool { return want[addr] || want[blockOf(addr)] }, nil
-}
-
-// blockOf returns the block name of a phase address (harden["m1"] ->
-// harden).
-func blockOf(addr string) string {
-	name, _, _ := strings.Cut(addr, "[")
-	return name
-}
-
-// sortBy sorts the rows by a column, stably (ties keep the default
-// order); missing values come last in both directions.
-func (t *metricsTable) sortBy(col string, desc bool) error {
-	cols := t.columns()
-	found := false
-	for _, c := range cols {
-		found = found || c == col
-	}
-	if !found {
-		return usageError{fmt.Errorf("--sort %s: no such column; columns: %s", col, strings.Join(cols, ", "))}
-	}
-	sort.SliceStable(t.rows, func(i, j int) bool {
-		a, b := t.rows[i].value(col), t.rows[j].value(col)
-		switch {
-		case a == nil || b == nil:
-			return a != nil && b == nil
-		case desc:
-			return compareValues(a, b) > 0
-		default:
-			return compareValues(a, b) < 0
-		}
-	})
-	return nil
-}
-
-func (t *metricsTable) writeText(w io.Writer, precision int) error {
-	cols := t.columns()
-	rows := make([][]cell, 0, len(t.rows)+1)
-	header := make([]cell, len(cols))
-	for i, c := range cols {
-		header[i] = cell{text: c}
-	}
-	rows = append(rows, header)
-	for _, r := range t.rows {
-		line := make([]cell, len(cols))
-		for i, c := range cols {
-			line[i] = cell{text: cellText(r.value(c), precision)}
-		}
-		rows = append(rows, line)
-	}
-	return writeTable(w, rows, false)
-}
-
-// writeJSON writes an array of objects, one per row, whose members are the
-// row's columns in display order; a missing value is left out.
-func (t *metricsTable) writeJSON(w io.Writer) error {
-	cols := t.columns()
-	var b bytes.Buffer
-	b.WriteByte('[')
-	for i, r := range t.rows {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('{')
-		n := 0
-		for _, c := range cols {
-			v := r.value(c)
-			if v == nil {
-				continue
-			}
-			if n > 0 {
-				b.WriteByte(',')
-			}
-			k, _ := json.Marshal(c)
-			b.Write(k)
-			b.WriteByte(':')
-			b.Write(v)
-			n++
-		}
-		b.WriteByte('}')
-	}
-	b.WriteByte(']')
-	var out bytes.Buffer
-	if err := json.Indent(&out, b.Bytes(), "", "  "); err != nil {
-		return fmt.Errorf("encode rows: %w", err)
-	}
-	out.WriteByte('\n')
-	_, err := w.Write(out.Bytes())
-	return err
-}
-
-// writeCSV writes a header line and one record per row; values are at
-// full precision, strings bare, a missing value empty.
-func (t *metricsTable) writeCSV(w io.Writer) error {
-	cols := t.columns()
-	cw := csv.NewWriter(w)
-	if err := cw.Write(cols); err != nil {
-		return err
-	}
-	for _, r := range t.rows {
-		rec := make([]string, len(cols))
-		for i, c := range cols {
-			rec[i] = csvText(r.value(c))
-		}
-		if err := cw.Write(rec); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
+	"github.com/cairn-run/cairn/cmd/cairn/internal/history"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
 	"github.com/cairn-run/cairn/outputs"
@@ -253,16 +254,6 @@ func countLine(c map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func runDuration(st *runrec.RunState) time.Duration {
-	end := time.Now()
-	if st.Ended != nil {
-		end = *st.Ended
-	} else if st.Status != runrec.RunRunning {
-		end = st.Heartbeat
-	}
-	return end.Sub(st.Started)
-}
-
 func newStatusCommand(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -286,7 +277,7 @@ func newStatusCommand(g *globals) *cobra.Command {
 			if st.StopReason != "" {
 				fmt.Fprintf(out, " (%s)", st.StopReason)
 			}
-			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), progress.FormatDuration(runDuration(st)))
+			fmt.Fprintf(out, ", started %s, %s\n", st.Started.Local().Format("2006-01-02 15:04:05"), progress.FormatDuration(history.RunDuration(st)))
 			fmt.Fprintf(out, "%d phases: %s\n", len(st.Phases), countLine(counts(st)))
 			if t := st.Total(); t != (runrec.Spend{}) || st.MaxCost != nil {
 				line := "spent " + progress.FormatSpend(t)
@@ -373,7 +364,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 				rows := []row{}
 				for _, r := range runs {
 					t := r.Total()
-					rows = append(rows, row{r.RunID, r.Started, r.Status, runDuration(r).Milliseconds(), counts(r), t.Cost, t.Iterations, r.Request.Targets})
+					rows = append(rows, row{r.RunID, r.Started, r.Status, history.RunDuration(r).Milliseconds(), counts(r), t.Cost, t.Iterations, r.Request.Targets})
 				}
 				return writeJSON(out, rows)
 			}
@@ -387,7 +378,7 @@ func newRunsCommand(g *globals) *cobra.Command {
 			for _, r := range runs {
 				c := counts(r)
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.RunID, r.Started.Local().Format("2006-01-02 15:04:05"), r.Status,
-					progress.FormatDuration(runDuration(r)), c[runrec.StatusSucceeded], c[runrec.StatusCached]+c[runrec.StatusRestored], runrec.FormatCost(r.Total().Cost))
+					progress.FormatDuration(history.RunDuration(r)), c[runrec.StatusSucceeded], c[runrec.StatusCached]+c[runrec.StatusRestored], runrec.FormatCost(r.Total().Cost))
 			}
 			tw.Flush()
 			writeTrimmed(out, buf.String())
@@ -445,7 +436,7 @@ func newShowCommand(g *globals) *cobra.Command {
 			if asJSON {
 				return writeJSON(out, st)
 			}
-			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, progress.FormatDuration(runDuration(st)), len(st.Phases), countLine(counts(st)))
+			fmt.Fprintf(out, "run %s: %s, %s, %d phases: %s\n", st.RunID, st.Status, progress.FormatDuration(history.RunDuration(st)), len(st.Phases), countLine(counts(st)))
 			addrs := showOrder(st, g.looseSpec())
 			var buf bytes.Buffer
 			tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)

@@ -1,4 +1,4 @@
-package main
+package history
 
 import (
 	"encoding/json"

@@ -1,10 +1,11 @@
-package main
+package history
 
 import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,9 +66,10 @@ func fixtureRuns() []*runrec.RunState {
 	return []*runrec.RunState{a, b}
 }
 
+// newestFirst is fixtureRuns as cairn metrics selects them.
 func newestFirst() []*runrec.RunState {
 	runs := fixtureRuns()
-	sortNewestFirst(runs)
+	slices.Reverse(runs)
 	return runs
 }
 
@@ -78,22 +80,22 @@ func TestMetricsGolden(t *testing.T) {
 		phases []string
 		sort   string
 		desc   bool
-		render func(*metricsTable, *bytes.Buffer) error
+		render func(*MetricsTable, *bytes.Buffer) error
 	}{
-		"table":        {render: func(m *metricsTable, b *bytes.Buffer) error { return m.writeText(b, 5) }},
-		"table-sorted": {sort: "loss", desc: true, render: func(m *metricsTable, b *bytes.Buffer) error { return m.writeText(b, 5) }},
-		"table-train":  {phases: []string{"train"}, sort: "param.lr", render: func(m *metricsTable, b *bytes.Buffer) error { return m.writeText(b, 0) }},
-		"json":         {render: func(m *metricsTable, b *bytes.Buffer) error { return m.writeJSON(b) }},
-		"csv":          {render: func(m *metricsTable, b *bytes.Buffer) error { return m.writeCSV(b) }},
+		"table":        {render: func(m *MetricsTable, b *bytes.Buffer) error { return m.WriteText(b, 5) }},
+		"table-sorted": {sort: "loss", desc: true, render: func(m *MetricsTable, b *bytes.Buffer) error { return m.WriteText(b, 5) }},
+		"table-train":  {phases: []string{"train"}, sort: "param.lr", render: func(m *MetricsTable, b *bytes.Buffer) error { return m.WriteText(b, 0) }},
+		"json":         {render: func(m *MetricsTable, b *bytes.Buffer) error { return m.WriteJSON(b) }},
+		"csv":          {render: func(m *MetricsTable, b *bytes.Buffer) error { return m.WriteCSV(b) }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			m, err := buildMetricsTable(newestFirst(), tc.phases)
+			m, err := BuildMetrics(newestFirst(), tc.phases)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tc.sort != "" {
-				if err := m.sortBy(tc.sort, tc.desc); err != nil {
+				if err := m.SortBy(tc.sort, tc.desc); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -113,12 +115,12 @@ func TestMetricsGolden(t *testing.T) {
 // TestMetricsJSONValid: the JSON is an array of objects whose values keep
 // their JSON types.
 func TestMetricsJSONValid(t *testing.T) {
-	m, err := buildMetricsTable(newestFirst(), nil)
+	m, err := BuildMetrics(newestFirst(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	if err := m.writeJSON(&b); err != nil {
+	if err := m.WriteJSON(&b); err != nil {
 		t.Fatal(err)
 	}
 	var rows []map[string]any
@@ -139,7 +141,7 @@ func TestMetricsJSONValid(t *testing.T) {
 // TestMetricsCSVQuoting: commas, quotes and newlines survive a round trip
 // through a CSV reader.
 func TestMetricsCSVQuoting(t *testing.T) {
-	m := &metricsTable{
+	m := &MetricsTable{
 		metricCols: []string{"note", "acc"},
 		rows: []metricsRow{
 			{run: "r1", phase: `train["m1"]`, values: raws(map[string]string{"note": `"a, \"quoted\" note"`, "acc": `0.5`})},
@@ -148,7 +150,7 @@ func TestMetricsCSVQuoting(t *testing.T) {
 		},
 	}
 	var b bytes.Buffer
-	if err := m.writeCSV(&b); err != nil {
+	if err := m.WriteCSV(&b); err != nil {
 		t.Fatal(err)
 	}
 	got, err := csv.NewReader(strings.NewReader(b.String())).ReadAll()
@@ -167,8 +169,8 @@ func TestMetricsCSVQuoting(t *testing.T) {
 }
 
 func TestMetricsSort(t *testing.T) {
-	table := func() *metricsTable {
-		return &metricsTable{
+	table := func() *MetricsTable {
+		return &MetricsTable{
 			paramCols:  []string{"param.model"},
 			metricCols: []string{"acc"},
 			rows: []metricsRow{
@@ -193,7 +195,7 @@ func TestMetricsSort(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m := table()
-			if err := m.sortBy(tc.col, tc.desc); err != nil {
+			if err := m.SortBy(tc.col, tc.desc); err != nil {
 				t.Fatal(err)
 			}
 			var got []string
@@ -205,14 +207,14 @@ func TestMetricsSort(t *testing.T) {
 			}
 		})
 	}
-	err := table().sortBy("accuracy", false)
+	err := table().SortBy("accuracy", false)
 	if err == nil || !strings.Contains(err.Error(), "--sort accuracy: no such column; columns: run, phase, param.model, acc") {
 		t.Errorf("unknown column: error %v", err)
 	}
 }
 
 func TestMetricsPhaseFilter(t *testing.T) {
-	m, err := buildMetricsTable(newestFirst(), []string{`train["m2"]`, "prepare"})
+	m, err := BuildMetrics(newestFirst(), []string{`train["m2"]`, "prepare"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestMetricsPhaseFilter(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	_, err = buildMetricsTable(newestFirst(), []string{"trian"})
+	_, err = BuildMetrics(newestFirst(), []string{"trian"})
 	if err == nil || !strings.Contains(err.Error(), `unknown phase "trian"; did you mean "train"?`) {
 		t.Errorf("unknown phase: error %v", err)
 	}

@@ -1,4 +1,4 @@
-package main
+package history
 
 // Params and metrics as table cells: flattening nested JSON into named
 // columns, rendering, comparing and sorting values, and a padded text
