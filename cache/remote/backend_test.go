@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,6 +13,11 @@ import (
 // TestOpenByScheme: Open hands a URL to the factory of its scheme, and
 // refuses any other scheme naming the known ones, without repeating the
 // URL (which may hold a password).
+var (
+	registerMem sync.Once
+	memFactory  Factory
+)
+
 func TestOpenByScheme(t *testing.T) {
 	var got []string
 	factory := func(u *url.URL, o Options) (Backend, error) {
@@ -21,8 +27,13 @@ func TestOpenByScheme(t *testing.T) {
 		}
 		return newMemRemote(), nil
 	}
-	Register("mem", factory)
-	Register("mem+tls", factory)
+	// The registry is the process's: register once however often the
+	// test runs (-count).
+	registerMem.Do(func() {
+		Register("mem", func(u *url.URL, o Options) (Backend, error) { return memFactory(u, o) })
+		Register("mem+tls", func(u *url.URL, o Options) (Backend, error) { return memFactory(u, o) })
+	})
+	memFactory = factory
 	tests := map[string]struct {
 		url, wantErr string
 	}{

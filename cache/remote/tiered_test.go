@@ -285,7 +285,14 @@ func TestRemoteInlineEntry(t *testing.T) {
 // cache, and the lookup is a miss.
 func TestRemoteBadBlobs(t *testing.T) {
 	cases := map[string]func(cache.Digest, []byte) []byte{
-		"flipped":   func(_ cache.Digest, b []byte) []byte { b = bytes.Clone(b); b[0] ^= 1; return b },
+		"flipped": func(_ cache.Digest, b []byte) []byte {
+			if len(b) == 0 { // the empty log blob: nothing to flip
+				return []byte{1}
+			}
+			b = bytes.Clone(b)
+			b[0] ^= 1
+			return b
+		},
 		"truncated": func(_ cache.Digest, b []byte) []byte { return b[:len(b)/2] },
 		"appended":  func(_ cache.Digest, b []byte) []byte { return append(bytes.Clone(b), 'x') },
 		"empty":     func(cache.Digest, []byte) []byte { return nil },
@@ -300,8 +307,15 @@ func TestRemoteBadBlobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.badBlob = bad
-			var warned []string
-			b := openWith(t, tieredOptions{Remote: r, Options: cache.Options{Warn: func(m string) { warned = append(warned, m) }}})
+			var (
+				mu     sync.Mutex // blobs are fetched in parallel
+				warned []string
+			)
+			b := openWith(t, tieredOptions{Remote: r, Options: cache.Options{Warn: func(m string) {
+				mu.Lock()
+				defer mu.Unlock()
+				warned = append(warned, m)
+			}}})
 			if _, err := b.GetEntry(e.Key); !errors.Is(err, cache.ErrNotFound) {
 				t.Fatalf("GetEntry = %v, want a miss", err)
 			}
