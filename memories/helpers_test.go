@@ -1,33 +1,12 @@
 package memories
 
 import (
-	"os"
-	"path/filepath"
+	"github.com/cairn-run/cairn/internal/testkit"
 	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
 )
 
-// calmFiles sets the mtime of the workspace files names an hour back, and
-// waits until their ctime (which setting the mtime makes now) lies clearly
-// in the past, so that what a run records of them is not racy.
-func calmFiles(t *testing.T, dir string, names ...string) {
+// calmFiles is testkit.CalmFiles.
+func calmFiles(t testing.TB, dir string, names ...string) {
 	t.Helper()
-	old := time.Now().Add(-time.Hour)
-	var newest time.Time
-	for _, n := range names {
-		p := filepath.Join(dir, n)
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-		var st unix.Stat_t
-		if err := unix.Stat(p, &st); err != nil {
-			t.Fatal(err)
-		}
-		if c := time.Unix(st.Ctim.Sec, st.Ctim.Nsec); c.After(newest) {
-			newest = c
-		}
-	}
-	time.Sleep(time.Until(newest.Add(100 * time.Millisecond)))
+	testkit.CalmFiles(t, dir, names...)
 }
