@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/hashmeter"
 	"github.com/cairn-run/cairn/spec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -299,9 +300,8 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int
 // finishComponents hashes the input files of g (through the memory) and
 // returns all of p's components, redacted and sorted. g.comps is reused.
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
-	digests := make([]cache.Digest, len(g.files))
-	modes := make([]fs.FileMode, len(g.files))
-	if err := e.hashFiles(g.files, digests, modes); err != nil {
+	digests, modes := make([]cache.Digest, len(g.files)), make([]fs.FileMode, len(g.files))
+	if err := e.hashFiles(p.Addr, g.files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
 	comps := slices.Grow(g.comps, 1+len(g.files))
@@ -319,14 +319,13 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	return comps, nil
 }
 
-// hashFiles fills digests and modes for the workspace files, through the
-// memory, hashing the files that need it on all cores. A file expansion
-// did not stat is stat'ed here.
-func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs.FileMode) error {
+// hashFiles fills digests and modes of phase's files through the memory;
+// those it lacks are stat'ed if need be, hashed on all cores and metered.
+func (e *Engine) hashFiles(phase string, files []inputFile, digests []cache.Digest, modes []fs.FileMode) error {
 	// Files the memory knows cost a map lookup: answer them here, and
 	// only spread the ones to read over the cores (phases are decided
 	// side by side already, so goroutines for lookups are pure overhead).
-	todo := make([]int, 0, len(files))
+	todo, size := make([]int, 0, len(files)), int64(0)
 	for i, f := range files {
 		if f.stated {
 			if d, ok := e.mem.Lookup(f.rel, f.st); ok {
@@ -334,15 +333,15 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 				continue
 			}
 		}
-		todo = append(todo, i)
+		todo, size = append(todo, i), size+f.st.Size
 	}
+	m := hashmeter.Start(e.rep, phase, len(todo), size)
+	defer m.Done()
 	return parallel(len(todo), e.hashWorkers, func(j int) error {
 		i := todo[j]
-		f := files[i]
-		st := f.st
-		abs := e.ws.Abs(f.rel)
+		f, abs := files[i], e.ws.Abs(files[i].rel)
+		st, err := f.st, error(nil)
 		if !f.stated {
-			var err error
 			if st, err = workspace.StatPath(abs); err != nil {
 				return fmt.Errorf("hash input %s: %w", f.rel, err)
 			}
@@ -352,6 +351,7 @@ func (e *Engine) hashFiles(files []inputFile, digests []cache.Digest, modes []fs
 			return fmt.Errorf("hash input %s: %w", f.rel, err)
 		}
 		digests[i], modes[i] = d, st.Mode
+		m.Add(f.st.Size)
 		return nil
 	})
 }

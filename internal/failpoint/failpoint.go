@@ -23,6 +23,8 @@
 //	exit(n)       os.Exit(n) without cleanup
 //	error(ERRNO)  Hit returns that errno (EIO, ENOSPC, EACCES, EROFS, ...)
 //	sleep(ms)     pause for ms milliseconds, then go on
+//	await(FILE)   pause until FILE exists (a test makes it once it saw
+//	              what it waits for), then go on
 //	panic         panic
 //
 // With CAIRN_FAILPOINT_TRACE=<file>, every hit appends its label and a

@@ -25,11 +25,11 @@ var Labels = []string{
 }
 
 // ProgressLabels mark long steps of cairn's own (the spec about to be
-// read, a window of a large file hashed, an entry of an output tree
-// restored, a remote blob's body about to be read), so that a test can act
+// read, a window of a large file hashed, an input file hashed, an entry of
+// an output tree restored, a remote blob's body about to be read), so that a test can act
 // while cairn is in one. They are not write-protocol steps and are not
 // swept.
-var ProgressLabels = []string{"spec.read", "hash.window", "restore.entry", "remote.read"}
+var ProgressLabels = []string{"spec.read", "hash.window", "hash.file", "restore.entry", "remote.read"}
 
 // EnvVar configures failpoints in a process's environment; TraceEnvVar
 // names the file hits are traced to.
@@ -144,6 +144,16 @@ func (t *table) hit(label string) error {
 		time.Sleep(time.Duration(ms) * time.Millisecond)
 	case "panic":
 		panic("failpoint " + label)
+	case "await":
+		// The file comes from another process (the test watching
+		// cairn's output): there is nothing to block on but its
+		// existence.
+		for {
+			if _, err := os.Stat(tm.arg); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	return nil
 }
@@ -210,12 +220,16 @@ func parseTerm(s string) (term, error) {
 		if _, err := strconv.Atoi(tm.arg); err != nil {
 			return tm, fmt.Errorf("%q: %s wants a number", s, tm.action)
 		}
+	case "await":
+		if tm.arg == "" {
+			return tm, fmt.Errorf("%q: await wants a file", s)
+		}
 	case "error":
 		if _, ok := errnos[tm.arg]; !ok {
 			return tm, fmt.Errorf("%q: unknown errno %q", s, tm.arg)
 		}
 	default:
-		return tm, fmt.Errorf("%q: unknown action %q (off, kill, exit(n), error(ERRNO), sleep(ms), panic)", s, tm.action)
+		return tm, fmt.Errorf("%q: unknown action %q (off, kill, exit(n), error(ERRNO), sleep(ms), await(FILE), panic)", s, tm.action)
 	}
 	return tm, nil
 }

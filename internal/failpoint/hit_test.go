@@ -2,6 +2,8 @@ package failpoint
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 )
@@ -30,7 +32,7 @@ func TestHitCounts(t *testing.T) {
 }
 
 func TestParseErrors(t *testing.T) {
-	for _, bad := range []string{"x", "=kill", "a=boom", "a=error(EWHAT)", "a=sleep(x)", "a=kill(1)", "a=x*kill", "a=error(EIO"} {
+	for _, bad := range []string{"x", "=kill", "a=boom", "a=error(EWHAT)", "a=sleep(x)", "a=kill(1)", "a=x*kill", "a=error(EIO", "a=await()", "a=await"} {
 		if _, err := Set(bad); err == nil {
 			t.Errorf("Set(%q) accepted", bad)
 		}
@@ -49,4 +51,36 @@ func BenchmarkHitUnset(b *testing.B) {
 	for b.Loop() {
 		_ = Hit("blob.fsync")
 	}
+}
+
+// await holds the hit until the file exists, and only the hits its term
+// covers.
+func TestAwait(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "release")
+	restore, err := Set("a=1*off->await(" + file + ")")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	if err := Hit("a"); err != nil {
+		t.Fatal(err)
+	}
+	passed := make(chan struct{})
+	go func() {
+		_ = Hit("a")
+		close(passed)
+	}()
+	// Hits of other labels pass meanwhile.
+	if err := Hit("b"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-passed:
+		t.Fatal("the second hit passed before the file existed")
+	default:
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	<-passed
 }

@@ -34,6 +34,7 @@ type termView struct {
 	stopping bool
 	phases   []string // selected phases, in the spec's order
 	running  []*livePhase
+	hashing  []hashing // phases hashing their inputs for a while, in order
 	spend    spendTracker
 	tally    map[string]int         // finished phases by status
 	rows     map[string]*summaryRow // finished phases by name
@@ -240,14 +241,21 @@ func (v *termView) clear(b *strings.Builder) {
 }
 
 // frame renders the live region for a terminal of the given size: a
-// line per running phase (as many as fit) and the progress bar. No line
-// is wider than width-1 columns, so none wraps.
+// line per phase hashing its inputs and per running phase (as many as
+// fit) and the progress bar. No line is wider than width-1 columns, so
+// none wraps.
 func (v *termView) frame(width, height int) []string {
 	limit := max(width-1, 10)
 	now := v.now()
 	shown := v.running
-	// Keep a line for the bar and one for the cursor below the region.
+	// Keep a line for the bar and one for the cursor below the region;
+	// hashing takes at most half of the rest.
 	room := max(height-2, 1)
+	var lines []string
+	for _, h := range v.hashing[:min(len(v.hashing), room/2)] {
+		lines = append(lines, ansi.Truncate("  "+hashLine(h.phase, h.p), limit, "…"))
+	}
+	room = max(room-len(lines), 1)
 	more := 0
 	if len(shown) > room {
 		more = len(shown) - (room - 1)
@@ -258,7 +266,6 @@ func (v *termView) frame(width, height int) []string {
 		nameW = max(nameW, ansi.StringWidth(lp.name))
 	}
 	nameW = min(nameW, limit/2)
-	var lines []string
 	for _, lp := range shown {
 		name := ansi.Truncate(lp.name, nameW, "…")
 		line := "  " + v.style(ansi.Style{}.Bold(), name) + strings.Repeat(" ", nameW-ansi.StringWidth(name))

@@ -1,0 +1,141 @@
+// Package hashmeter counts the files and bytes of one phase's hashing
+// as the workers finish them, and reports how far it got at a bounded
+// rate to whoever shows it (the run's live display, its --json events).
+//
+// The workers pay one atomic add per file; the reports come from one
+// ticker goroutine of the meter's own, started only when there is
+// something to hash and someone to tell.
+package hashmeter
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/cairn-run/cairn/internal/failpoint"
+)
+
+// Interval is how often a meter reports while hashing lasts: often
+// enough for a live line, rarely enough that a JSON consumer is not
+// flooded.
+const Interval = 250 * time.Millisecond
+
+// Sink receives the progress of a phase's hashing. A reporter given to
+// the engine receives it when it implements Sink; calls come from the
+// meter's goroutine, one phase's never two at a time.
+type Sink interface {
+	HashProgress(phase string, p Progress)
+}
+
+// Progress is how far one phase's hashing got.
+type Progress struct {
+	FilesDone, FilesTotal int64
+	BytesDone, BytesTotal int64
+	Elapsed               time.Duration
+	// Final marks the last report of the hashing, sent when it ended
+	// (done, failed or interrupted).
+	Final bool
+}
+
+// Rate is the bytes hashed per second so far; 0 before any time went
+// by.
+func (p Progress) Rate() float64 {
+	if p.Elapsed <= 0 {
+		return 0
+	}
+	return float64(p.BytesDone) / p.Elapsed.Seconds()
+}
+
+// ETA is the time left at the pace so far, by bytes (by files when the
+// files are all empty); ok is false until something is done.
+func (p Progress) ETA() (left time.Duration, ok bool) {
+	if p.Final {
+		return 0, true
+	}
+	done, total := p.BytesDone, p.BytesTotal
+	if total == 0 {
+		done, total = p.FilesDone, p.FilesTotal
+	}
+	if done <= 0 || p.Elapsed <= 0 {
+		return 0, false
+	}
+	if done >= total {
+		return 0, true
+	}
+	return time.Duration(float64(p.Elapsed) * float64(total-done) / float64(done)), true
+}
+
+// Meter counts one phase's hashing. A nil *Meter counts nothing and
+// reports nothing, so callers need not check.
+type Meter struct {
+	files, bytes atomic.Int64
+	filesTotal   int64
+	bytesTotal   int64
+	sink         Sink
+	phase        string
+	now          func() time.Time
+	start        time.Time
+	stop, done   chan struct{}
+}
+
+// Start returns a meter of files totalling bytes for phase, reporting to
+// r if r is a Sink, every Interval and once more from Done. It returns nil
+// (no goroutine, no report) when there is nothing to hash or nobody to
+// tell.
+func Start(r any, phase string, files int, bytes int64) *Meter {
+	sink, ok := r.(Sink)
+	if !ok || files == 0 {
+		return nil
+	}
+	m := newMeter(sink, phase, files, bytes, time.Now)
+	t := time.NewTicker(Interval)
+	go func() {
+		defer t.Stop()
+		m.run(t.C)
+	}()
+	return m
+}
+
+func newMeter(sink Sink, phase string, files int, bytes int64, now func() time.Time) *Meter {
+	return &Meter{filesTotal: int64(files), bytesTotal: bytes, sink: sink, phase: phase, now: now, start: now(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// run reports at every tick until Done.
+func (m *Meter) run(tick <-chan time.Time) {
+	defer close(m.done)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-tick:
+			m.sink.HashProgress(m.phase, m.progress(false))
+		}
+	}
+}
+
+// Add counts one file of size bytes (its size as counted in Start's
+// total) as hashed.
+func (m *Meter) Add(size int64) {
+	if m == nil {
+		return
+	}
+	m.bytes.Add(size)
+	m.files.Add(1)
+	_ = failpoint.Hit("hash.file")
+}
+
+// Done ends the hashing: the ticker stops, and the final report follows
+// every other.
+func (m *Meter) Done() {
+	if m == nil {
+		return
+	}
+	close(m.stop)
+	<-m.done
+	m.sink.HashProgress(m.phase, m.progress(true))
+}
+
+func (m *Meter) progress(final bool) Progress {
+	return Progress{FilesDone: m.files.Load(), FilesTotal: m.filesTotal, BytesDone: m.bytes.Load(), BytesTotal: m.bytesTotal,
+		Elapsed: m.now().Sub(m.start), Final: final}
+}

@@ -1,0 +1,123 @@
+package hashmeter
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRateAndETA(t *testing.T) {
+	const MiB = 1 << 20
+	for _, tc := range []struct {
+		name   string
+		p      Progress
+		rate   float64
+		left   time.Duration
+		leftOK bool
+	}{
+		{"nothing done yet", Progress{FilesTotal: 10, BytesTotal: 100 * MiB, Elapsed: time.Second}, 0, 0, false},
+		{"no time went by", Progress{FilesDone: 1, FilesTotal: 10, BytesDone: MiB, BytesTotal: 10 * MiB}, 0, 0, false},
+		{"a quarter in 2s", Progress{FilesDone: 5, FilesTotal: 20, BytesDone: 25 * MiB, BytesTotal: 100 * MiB, Elapsed: 2 * time.Second}, 12.5 * MiB, 6 * time.Second, true},
+		// By bytes, not files: one large file left is most of the work.
+		{"files ahead of bytes", Progress{FilesDone: 9, FilesTotal: 10, BytesDone: 10 * MiB, BytesTotal: 100 * MiB, Elapsed: time.Second}, 10 * MiB, 9 * time.Second, true},
+		{"empty files: by files", Progress{FilesDone: 200, FilesTotal: 1000, Elapsed: time.Second}, 0, 4 * time.Second, true},
+		{"all counted, not ended", Progress{FilesDone: 3, FilesTotal: 3, BytesDone: 30, BytesTotal: 30, Elapsed: time.Second}, 30, 0, true},
+		{"final", Progress{FilesDone: 3, FilesTotal: 3, BytesDone: 30, BytesTotal: 30, Elapsed: 3 * time.Second, Final: true}, 10, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			left, ok := tc.p.ETA()
+			got := []any{tc.p.Rate(), left, ok}
+			if d := cmp.Diff([]any{tc.rate, tc.left, tc.leftOK}, got); d != "" {
+				t.Errorf("rate, ETA, ok (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+type report struct {
+	Phase string
+	P     Progress
+}
+
+type recorder struct {
+	mu   sync.Mutex
+	got  []report
+	seen chan struct{} // if not nil, gets a value after each report
+}
+
+func (r *recorder) HashProgress(phase string, p Progress) {
+	r.mu.Lock()
+	r.got = append(r.got, report{phase, p})
+	r.mu.Unlock()
+	if r.seen != nil {
+		r.seen <- struct{}{}
+	}
+}
+
+// A meter reports at each tick what the workers counted so far, and a
+// final report after every other from Done.
+func TestMeterReports(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := recorder{seen: make(chan struct{}, 1)}
+	m := newMeter(&rec, "scan", 4, 1000, func() time.Time { return clock })
+	tick := make(chan time.Time)
+	go m.run(tick)
+	m.Add(100)
+	m.Add(300)
+	clock = clock.Add(time.Second)
+	tick <- clock
+	<-rec.seen
+	m.Add(0)
+	clock = clock.Add(time.Second)
+	tick <- clock
+	<-rec.seen
+	m.Add(600)
+	clock = clock.Add(500 * time.Millisecond)
+	m.Done()
+	want := []report{
+		{"scan", Progress{FilesDone: 2, FilesTotal: 4, BytesDone: 400, BytesTotal: 1000, Elapsed: time.Second}},
+		{"scan", Progress{FilesDone: 3, FilesTotal: 4, BytesDone: 400, BytesTotal: 1000, Elapsed: 2 * time.Second}},
+		{"scan", Progress{FilesDone: 4, FilesTotal: 4, BytesDone: 1000, BytesTotal: 1000, Elapsed: 2500 * time.Millisecond, Final: true}},
+	}
+	if d := cmp.Diff(want, rec.got); d != "" {
+		t.Errorf("reports (-want +got):\n%s", d)
+	}
+}
+
+// Nothing to hash, or nobody to tell: no meter, no goroutine, no report,
+// and the nil meter's methods are no-ops.
+func TestStartNothing(t *testing.T) {
+	var rec recorder
+	for _, tc := range []struct {
+		name  string
+		r     any
+		files int
+	}{
+		{"no files", &rec, 0},
+		{"not a sink", struct{}{}, 10},
+		{"nil", nil, 10},
+	} {
+		m := Start(tc.r, "scan", tc.files, 100)
+		if m != nil {
+			t.Errorf("%s: Start returned a meter", tc.name)
+		}
+		m.Add(10)
+		m.Done()
+	}
+	if len(rec.got) != 0 {
+		t.Errorf("reports: %+v, want none", rec.got)
+	}
+}
+
+// Add is what the hashing workers pay per file.
+func BenchmarkAdd(b *testing.B) {
+	m := newMeter(&recorder{}, "scan", 1, 1, time.Now)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Add(4096)
+		}
+	})
+}
