@@ -131,3 +131,21 @@ func TestJSONHashProgress(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", d)
 	}
 }
+
+// Off a terminal, and with -q, no view takes hashing progress: the engine
+// then starts no meter at all.
+func TestPlainViewsTakeNoHashProgress(t *testing.T) {
+	for _, o := range []Options{{}, {Quiet: true}, {Verbose: true}} {
+		v := New(&strings.Builder{}, o)
+		if _, ok := v.(hashmeter.Sink); ok {
+			t.Errorf("New(%+v) takes hashing progress", o)
+		}
+		if m := hashmeter.Start(v, "scan", 10, 100); m != nil {
+			t.Errorf("New(%+v): a meter started", o)
+		}
+		v.Close(nil)
+	}
+	if _, ok := New(&strings.Builder{}, Options{JSON: true}).(hashmeter.Sink); !ok {
+		t.Errorf("the JSON view takes no hashing progress")
+	}
+}
