@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cairn-run/cairn/internal/failpoint"
+	"github.com/cairn-run/cairn/internal/hashmeter"
 )
 
 // A large file is hashed through a read-only mapping of the page cache,
@@ -69,6 +70,7 @@ func hashMapped(ctx context.Context, f *os.File, size int64) (d Digest, n int64,
 			testHookMapped()
 		}
 		h.Write(b)
+		hashmeter.Window(ctx, w)
 		window = nil
 		if err := unix.Munmap(b); err != nil {
 			return Digest{}, 0, false, nil

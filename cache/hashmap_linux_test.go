@@ -1,11 +1,14 @@
 package cache
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/cairn-run/cairn/internal/hashmeter"
 )
 
 // withSmallMapping makes files of four windows and more hashed through
@@ -79,5 +82,41 @@ func TestHashFileShrunkWhileMapped(t *testing.T) {
 	}
 	if want := Digest(sha256.Sum256(b[:keep])); d != want || n != keep {
 		t.Errorf("HashFile = %s, %d; want the digest of the first %d bytes, %s", d.Short(), n, keep, want.Short())
+	}
+}
+
+type noSink struct{}
+
+func (noSink) HashProgress(string, hashmeter.Progress) {}
+
+// A large file hashed under a meter counts its bytes window by window,
+// not only once it is done.
+func TestHashMappedCountsWindows(t *testing.T) {
+	w := withSmallMapping(t)
+	const size = 20 << 20 // large enough to be watched
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := hashmeter.Start(noSink{}, "scan", 1, size)
+	defer m.Done()
+	ctx := m.Watch(context.Background(), size)
+	var seen []int64
+	testHookMapped = func() { seen = append(seen, m.Progress().BytesDone) }
+	defer func() { testHookMapped = nil }()
+	if _, _, err := HashFileContext(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(ctx, size)
+	if len(seen) != size/w {
+		t.Fatalf("%d windows mapped, want %d", len(seen), size/w)
+	}
+	for i, n := range seen {
+		if n != int64(i*w) {
+			t.Fatalf("bytes done when window %d was mapped: %d, want %d", i, n, i*w)
+		}
+	}
+	if got := m.Progress(); got.BytesDone != size || got.FilesDone != 1 {
+		t.Errorf("done: %d files, %d bytes; want 1, %d", got.FilesDone, got.BytesDone, size)
 	}
 }

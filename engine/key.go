@@ -339,19 +339,19 @@ func (e *Engine) hashFiles(phase string, files []inputFile, digests []cache.Dige
 	defer m.Done()
 	return parallel(len(todo), e.hashWorkers, func(j int) error {
 		i := todo[j]
-		f, abs := files[i], e.ws.Abs(files[i].rel)
-		st, err := f.st, error(nil)
+		f, ctx := files[i], m.Watch(e.workCtx(), files[i].st.Size)
+		st, abs, err := f.st, e.ws.Abs(files[i].rel), error(nil)
 		if !f.stated {
 			if st, err = workspace.StatPath(abs); err != nil {
 				return fmt.Errorf("hash input %s: %w", f.rel, err)
 			}
 		}
-		d, err := e.mem.DigestOf(e.workCtx(), f.rel, abs, st)
+		d, err := e.mem.DigestOf(ctx, f.rel, abs, st)
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", f.rel, err)
 		}
 		digests[i], modes[i] = d, st.Mode
-		m.Add(f.st.Size)
+		m.Add(ctx, f.st.Size)
 		return nil
 	})
 }

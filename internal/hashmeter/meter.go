@@ -8,6 +8,7 @@
 package hashmeter
 
 import (
+	"context"
 	"sync/atomic"
 	"time"
 
@@ -113,11 +114,49 @@ func (m *Meter) run(tick <-chan time.Time) {
 	}
 }
 
-// Add counts one file of size bytes (its size as counted in Start's
-// total) as hashed.
-func (m *Meter) Add(size int64) {
+// watchMin is the size from which a file's bytes are counted as its
+// windows are hashed (see Window), not only once it is done: a few files
+// of many GiB would otherwise show nothing for most of their hashing.
+const watchMin = 16 << 20
+
+// file is a large file being hashed under a meter: what Window counted
+// of it so far.
+type file struct {
+	m       *Meter
+	counted int64
+}
+
+type fileKey struct{}
+
+// Watch returns the context to hash a file of size bytes under: for a
+// large file, ctx carrying what Window needs to count its windows; for a
+// small one (or a nil meter), ctx itself.
+func (m *Meter) Watch(ctx context.Context, size int64) context.Context {
+	if m == nil || size < watchMin {
+		return ctx
+	}
+	return context.WithValue(ctx, fileKey{}, &file{m: m})
+}
+
+// Window counts n bytes of the file hashed under ctx (see Watch) as
+// hashed, before the file is done; it does nothing under any other
+// context. The file's hashing is one goroutine's.
+func Window(ctx context.Context, n int64) {
+	if f, ok := ctx.Value(fileKey{}).(*file); ok {
+		f.counted += n
+		f.m.bytes.Add(n)
+	}
+}
+
+// Add counts the file hashed under ctx (see Watch), of size bytes as
+// counted in Start's total, as hashed: size less what its windows
+// counted already, so that the file counts size in all.
+func (m *Meter) Add(ctx context.Context, size int64) {
 	if m == nil {
 		return
+	}
+	if f, ok := ctx.Value(fileKey{}).(*file); ok {
+		size -= f.counted
 	}
 	m.bytes.Add(size)
 	m.files.Add(1)
@@ -134,6 +173,9 @@ func (m *Meter) Done() {
 	<-m.done
 	m.sink.HashProgress(m.phase, m.progress(true))
 }
+
+// Progress is how far the hashing is now.
+func (m *Meter) Progress() Progress { return m.progress(false) }
 
 func (m *Meter) progress(final bool) Progress {
 	return Progress{FilesDone: m.files.Load(), FilesTotal: m.filesTotal, BytesDone: m.bytes.Load(), BytesTotal: m.bytesTotal,

@@ -1,6 +1,7 @@
 package hashmeter
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -60,20 +61,21 @@ func (r *recorder) HashProgress(phase string, p Progress) {
 // final report after every other from Done.
 func TestMeterReports(t *testing.T) {
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
 	rec := recorder{seen: make(chan struct{}, 1)}
 	m := newMeter(&rec, "scan", 4, 1000, func() time.Time { return clock })
 	tick := make(chan time.Time)
 	go m.run(tick)
-	m.Add(100)
-	m.Add(300)
+	m.Add(ctx, 100)
+	m.Add(ctx, 300)
 	clock = clock.Add(time.Second)
 	tick <- clock
 	<-rec.seen
-	m.Add(0)
+	m.Add(ctx, 0)
 	clock = clock.Add(time.Second)
 	tick <- clock
 	<-rec.seen
-	m.Add(600)
+	m.Add(ctx, 600)
 	clock = clock.Add(500 * time.Millisecond)
 	m.Done()
 	want := []report{
@@ -103,7 +105,7 @@ func TestStartNothing(t *testing.T) {
 		if m != nil {
 			t.Errorf("%s: Start returned a meter", tc.name)
 		}
-		m.Add(10)
+		m.Add(context.Background(), 10)
 		m.Done()
 	}
 	if len(rec.got) != 0 {
@@ -114,10 +116,60 @@ func TestStartNothing(t *testing.T) {
 // Add is what the hashing workers pay per file.
 func BenchmarkAdd(b *testing.B) {
 	m := newMeter(&recorder{}, "scan", 1, 1, time.Now)
+	ctx := m.Watch(context.Background(), 4096)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			m.Add(4096)
+			m.Add(ctx, 4096)
 		}
 	})
+}
+
+// A large file's bytes count as its windows are hashed, and the file
+// counts its size in all once done, even when its hashing fell back to
+// reading it whole after some windows; a small file's count when done.
+func TestWindows(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	var rec recorder
+	const big = 3 * watchMin
+	m := newMeter(&rec, "scan", 3, 2*big+10, func() time.Time { return clock })
+	snap := func() [2]int64 { p := m.progress(false); return [2]int64{p.FilesDone, p.BytesDone} }
+	var got [][2]int64
+
+	ctx := m.Watch(context.Background(), big)
+	Window(ctx, watchMin)
+	got = append(got, snap())
+	Window(ctx, watchMin)
+	Window(ctx, watchMin)
+	got = append(got, snap())
+	m.Add(ctx, big)
+	got = append(got, snap())
+
+	// Two windows, then a fallback to reading the file: no more windows.
+	ctx = m.Watch(context.Background(), big)
+	Window(ctx, watchMin)
+	Window(ctx, watchMin)
+	got = append(got, snap())
+	m.Add(ctx, big)
+	got = append(got, snap())
+
+	small := m.Watch(context.Background(), 10)
+	Window(small, 10) // not watched: counts nothing until done
+	got = append(got, snap())
+	m.Add(small, 10)
+	got = append(got, snap())
+
+	want := [][2]int64{
+		{0, watchMin}, {0, big}, {1, big},
+		{1, big + 2*watchMin}, {2, 2 * big},
+		{2, 2 * big}, {3, 2*big + 10},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("files and bytes done after each step (-want +got):\n%s", d)
+	}
+	// A nil meter watches nothing.
+	var nilm *Meter
+	if c := nilm.Watch(context.Background(), big); c != context.Background() {
+		t.Errorf("a nil meter's Watch returned a new context")
+	}
 }
