@@ -2,9 +2,9 @@
 // as the workers finish them, and reports how far it got at a bounded
 // rate to whoever shows it (the run's live display, its --json events).
 //
-// The workers pay one atomic add per file; the reports come from one
-// ticker goroutine of the meter's own, started only when there is
-// something to hash and someone to tell.
+// The workers pay an atomic add per file, and per window of a large file
+// (see Watch); the reports come from one ticker goroutine of the meter's
+// own, started only when there is something to hash and someone to tell.
 package hashmeter
 
 import (
