@@ -227,7 +227,10 @@ func (w *Watch) stopLocked(why error) {
 		w.why = why
 	}
 	if w.fd >= 0 {
-		unix.Close(w.fd)
+		// Closing an inotify descriptor waits for the kernel to free its
+		// marks, a sleep that grows with the number of watches; nothing
+		// needs to wait for it.
+		go unix.Close(w.fd)
 		w.fd = -1
 	}
 	if w.mounts >= 0 {

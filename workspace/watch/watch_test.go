@@ -406,3 +406,36 @@ func skipUnlessPermitted(t *testing.T, err error) {
 	}
 	t.Fatal(err)
 }
+
+// TestConcurrent hands directories to one watch from several goroutines,
+// as a parallel walk does, and closes it while they may still run.
+func TestConcurrent(t *testing.T) {
+	tree, _ := makeTree(t, t.TempDir())
+	w := New()
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			walk(t, w, tree)
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+	if err := w.Check(); err != nil {
+		t.Fatalf("Check() = %v, want quiet", err)
+	}
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			walk(t, w, tree)
+		}()
+	}
+	w.Close()
+	for range 4 {
+		<-done
+	}
+	if w.Quiet() {
+		t.Fatal("quiet after Close")
+	}
+}
