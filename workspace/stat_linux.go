@@ -17,9 +17,9 @@ func StatPath(abs string) (FileStat, error) {
 	return statAtFD(unix.AT_FDCWD, abs, abs)
 }
 
-// statAt is StatPath of rel resolved from the open directory dir (abs
+// StatAt is StatPath of rel resolved from the open directory dir (abs
 // names the file in errors).
-func statAt(dir *os.File, rel, abs string) (FileStat, error) {
+func StatAt(dir *os.File, rel, abs string) (FileStat, error) {
 	st, err := statAtFD(int(dir.Fd()), rel, abs)
 	runtime.KeepAlive(dir)
 	return st, err
