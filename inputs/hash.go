@@ -1,6 +1,7 @@
 package inputs
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 
@@ -22,10 +23,16 @@ func (f *Finder) Digests(files []File, digests []cache.Digest, modes []fs.FileMo
 		}
 		todo = append(todo, i)
 	}
+	return f.hashTodo(files, todo, digests, modes)
+}
+
+// hashEach digests files[i] for every i in todo, by path, through the
+// memory.
+func (f *Finder) hashEach(ctx context.Context, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
 	return cores.Parallel(len(todo), f.Workers, func(j int) error {
 		i := todo[j]
 		file := files[i]
-		d, err := f.Mem.DigestOf(f.Ctx(), file.Rel, f.WS.Abs(file.Rel), file.St)
+		d, err := f.Mem.DigestOf(ctx, file.Rel, f.WS.Abs(file.Rel), file.St)
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", file.Rel, err)
 		}
