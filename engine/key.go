@@ -122,7 +122,7 @@ type gathered = inputs.Gathered
 
 // finder finds and digests the engine's phases' input files.
 func (e *Engine) finder() *inputs.Finder {
-	return &inputs.Finder{WS: &e.ws, Mem: e.mem, Workers: e.hashWorkers, Ctx: e.workCtx}
+	return &inputs.Finder{WS: &e.ws, Mem: e.mem, Workers: e.hashWorkers, Ctx: e.workCtx, Report: e.rep}
 }
 
 // gather expands p's inputs and builds every component but the input
@@ -178,7 +178,7 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
 	digests := make([]cache.Digest, len(g.Files))
 	modes := make([]fs.FileMode, len(g.Files))
-	if err := e.finder().Digests(g.Files, digests, modes); err != nil {
+	if err := e.finder().Digests(p.Addr, g.Files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
 	comps := slices.Grow(g.Comps, 1+len(g.Files))

@@ -1,3 +1,5 @@
+//go:build linux
+
 package inputs
 
 import (
@@ -50,7 +52,7 @@ func BenchmarkDirectoryInput(b *testing.B) {
 					continue
 				}
 				digests, modes := make([]cache.Digest, n), make([]fs.FileMode, n)
-				if err := f.Digests(files, digests, modes); err != nil {
+				if err := f.Digests("p", files, digests, modes); err != nil {
 					b.Fatal(err)
 				}
 			}

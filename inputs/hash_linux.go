@@ -15,13 +15,9 @@ import (
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/internal/hashmeter"
 	"github.com/cairn-run/cairn/workspace"
 )
-
-// smallFile is the size below which a file is read whole into a buffer
-// and hashed here; larger ones go to cache.HashFileContext, which maps
-// them.
-const smallFile = 1 << 20
 
 // batchFiles is how many files of one directory a worker hashes with
 // the directory open.
@@ -42,7 +38,7 @@ var smallHashers = sync.Pool{New: func() any {
 // each opened relative to the open directory, stat'ed through its
 // descriptor (once before reading, once after, which tells whether it
 // kept the stat its expansion took) and read into a pooled buffer.
-func (f *Finder) hashTodo(files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
 	var batches [][]int
 	for start := 0; start < len(todo); {
 		dir := dirOf(files[todo[start]].Rel)
@@ -59,7 +55,7 @@ func (f *Finder) hashTodo(files []File, todo []int, digests []cache.Digest, mode
 		dfd, err := openDir(f.WS.Abs(dirOf(files[batch[0]].Rel)))
 		if err != nil {
 			// Gone or unreadable: each file by its path says which.
-			return f.hashEach(ctx, files, batch, digests, modes)
+			return f.hashEach(m, files, batch, digests, modes)
 		}
 		defer unix.Close(dfd)
 		h := smallHashers.Get().(*smallHasher)
@@ -79,13 +75,14 @@ func (f *Finder) hashTodo(files []File, todo []int, digests []cache.Digest, mode
 				return fmt.Errorf("hash input %s: hash %s: %w", file.Rel, abs, err)
 			}
 			if large {
-				if err := f.hashEach(ctx, files, []int{i}, digests, modes); err != nil {
+				if err := f.hashEach(m, files, []int{i}, digests, modes); err != nil {
 					return err
 				}
 				continue
 			}
 			f.Mem.NoteHashed(file.Rel, file.St, d, n, unchanged, hashedAt)
 			digests[i], modes[i] = d, file.St.Mode
+			m.Add(ctx, file.St.Size)
 		}
 		return nil
 	})

@@ -1,3 +1,5 @@
+//go:build linux
+
 package inputs
 
 import (
@@ -57,7 +59,7 @@ func digestAll(t testing.TB, f *Finder, p *spec.Phase) []digested {
 		t.Fatal(err)
 	}
 	digests, modes := make([]cache.Digest, len(files)), make([]fs.FileMode, len(files))
-	if err := f.Digests(files, digests, modes); err != nil {
+	if err := f.Digests("p", files, digests, modes); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]digested, len(files))
@@ -122,7 +124,7 @@ func TestDigestsAreSerials(t *testing.T) {
 		t.Fatal(err)
 	}
 	digests, modes := make([]cache.Digest, len(files)), make([]fs.FileMode, len(files))
-	if err := f.Digests(files, digests, modes); err != nil {
+	if err := f.Digests("p", files, digests, modes); err != nil {
 		t.Fatal(err)
 	}
 	for i, file := range files {

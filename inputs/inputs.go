@@ -38,6 +38,7 @@ type Finder struct {
 	Mem     *memories.Memory
 	Workers int                    // goroutines walking directories and hashing files
 	Ctx     func() context.Context // hashing stops once it is done
+	Report  any                    // told the hashing's progress if a hashmeter.Sink
 }
 
 // UpstreamReads fills upFiles with every file of p's direct upstream
