@@ -133,8 +133,8 @@ func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFil
 	// sweep's instance, often) gets nothing from it: its fingerprint costs
 	// what its key does, and a plan of 100,000 new ones spent a fifth of
 	// its deciding on fingerprints and lookups it then computed past.
-	if e.phaseKeys != nil && len(g.files) > 0 {
-		k.fp, k.fpOK = e.fingerprint(g)
+	if e.phaseKeys != nil && len(g.Files) > 0 {
+		k.fp, k.fpOK = e.fingerprint(g), true
 	}
 	if remembered && k.fpOK && !forced && p.Cache {
 		k.key, k.remembered = e.phaseKeys.Lookup(p.Addr, k.fp)
@@ -161,7 +161,7 @@ func (k *keying) full() error {
 		return errStaleKey
 	}
 	k.key = key
-	if k.fpOK && k.g.calm(k.began) {
+	if k.fpOK && k.g.Calm(k.began) {
 		k.e.phaseKeys.Record(k.p.Addr, k.fp, key)
 	}
 	return nil

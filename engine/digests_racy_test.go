@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/inputs"
 	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -72,8 +73,8 @@ func TestRacyRuleCtime(t *testing.T) {
 		m := memories.LoadMemory(filepath.Join(t.TempDir(), "digests")) // none: empty
 		m.Record("f", st, cache.HashBytes([]byte("aaaa")), time.Unix(0, now))
 		_, trusted := m.Lookup("f", st)
-		g := &gathered{files: []inputFile{{rel: "f", st: st, stated: true}}}
-		got[c.name] = result{trusted, g.calm(now)}
+		g := &gathered{Files: []inputs.File{{Rel: "f", St: st}}}
+		got[c.name] = result{trusted, g.Calm(now)}
 		want[c.name] = result{c.want, c.want}
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

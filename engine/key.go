@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"github.com/cairn-run/cairn/keydiff"
 	"io/fs"
@@ -14,9 +13,8 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/internal/hashmeter"
+	"github.com/cairn-run/cairn/inputs"
 	"github.com/cairn-run/cairn/spec"
-	"github.com/cairn-run/cairn/workspace"
 )
 
 // Component kinds hashed into a phase key. The same components, recorded in
@@ -35,14 +33,7 @@ const (
 
 // MissingInputError says that an input names nothing on disk and no phase
 // produces it.
-type MissingInputError struct {
-	Phase string
-	Input string
-}
-
-func (e *MissingInputError) Error() string {
-	return fmt.Sprintf("phase %s: input %q does not exist and no phase produces it; create it or fix the path", e.Phase, e.Input)
-}
+type MissingInputError = inputs.MissingInputError
 
 // fileValue is how a file's content and executable bit enter a key. Only
 // the executable bit of the mode counts, so teammates with different
@@ -126,137 +117,22 @@ func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]
 }
 
 // gathered is what a phase's key is computed from, before any input file
-// is hashed: every component but the command's and the input files',
-// unredacted; the command's words; and the input files (sorted by path,
-// each once) with the stat expansion took.
-type gathered struct {
-	comps []cache.Component
-	argv  []string
-	files []inputFile
-}
+// is hashed (package inputs).
+type gathered = inputs.Gathered
 
-// inputFile is an input file of a phase: its workspace path and, when
-// expansion stat'ed it (stated), its stat.
-type inputFile struct {
-	rel    string
-	st     workspace.FileStat
-	stated bool
+// finder finds and digests the engine's phases' input files.
+func (e *Engine) finder() *inputs.Finder {
+	return &inputs.Finder{WS: &e.ws, Mem: e.mem, Workers: e.hashWorkers, Ctx: e.workCtx, Report: e.rep}
 }
 
 // gather expands p's inputs and builds every component but the input
 // files'.
 func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
-	// Every file of a direct upstream phase, by path, and those p reads.
-	var upFiles, reads map[string]cache.OutputFile
-	if len(up) > 0 {
-		upFiles = map[string]cache.OutputFile{}
-		reads = map[string]cache.OutputFile{}
-	}
-	upstreamReads(p, up, upFiles, reads)
-	files, err := e.inputFiles(p, upFiles, reads)
+	files, reads, err := e.finder().Files(p, up)
 	if err != nil {
 		return nil, err
 	}
-	return &gathered{comps: baseComponents(p, reads, len(files)), argv: p.Command, files: files}, nil
-}
-
-// upstreamReads fills upFiles with every file of p's direct upstream
-// phases, by path, and reads with those p reads through its references to
-// them.
-func upstreamReads(p *spec.Phase, up map[string][]cache.OutputFile, upFiles, reads map[string]cache.OutputFile) {
-	for _, tree := range up {
-		for _, f := range tree {
-			if f.Type != "dir" {
-				upFiles[f.Path] = f
-			}
-		}
-	}
-	for upAddr, paths := range p.Upstream {
-		for _, f := range up[upAddr] {
-			if f.Type == "dir" {
-				continue
-			}
-			if paths == nil {
-				reads[f.Path] = f
-				continue
-			}
-			for _, want := range paths {
-				if workspace.IsAtOrBelow(f.Path, want) {
-					reads[f.Path] = f
-				}
-			}
-		}
-	}
-}
-
-// inputFiles expands p's input patterns into the workspace files they
-// name (sorted by path, each once), leaving out cairn's own directory,
-// p's outputs and its upstream phases' files: an upstream file a pattern
-// names is added to reads instead.
-func (e *Engine) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.OutputFile) ([]inputFile, error) {
-	own := p.OutputPaths()
-	skip := func(rel string) bool {
-		if rel == workspace.StateDirName || strings.HasPrefix(rel, workspace.StateDirName+"/") {
-			return true
-		}
-		for _, o := range own {
-			if workspace.IsAtOrBelow(rel, o) {
-				return true
-			}
-		}
-		_, isUp := upFiles[rel]
-		return isUp
-	}
-	files := make([]inputFile, 0, len(p.Inputs))
-	for _, pattern := range p.Inputs {
-		n := 0
-		plain := !workspace.HasMeta(pattern)
-		var st workspace.FileStat
-		var err error
-		if plain {
-			st, err = e.ws.StatRel(pattern)
-		}
-		if plain && err == nil && !st.Mode.IsDir() && !st.Mode.IsRegular() {
-			return nil, workspace.NotRegularInput(p.Addr, pattern, pattern, st.Mode)
-		}
-		if plain && (err == nil && !st.Mode.IsDir() || errors.Is(err, fs.ErrNotExist)) {
-			// A plain file (or nothing), as Expand would find it
-			// without a slice and a closure for it.
-			if err == nil && !skip(pattern) {
-				files = append(files, inputFile{rel: pattern, st: st, stated: true})
-				n++
-			}
-		} else {
-			err := workspace.Expand(&e.ws, pattern, skip, func(rel string, st workspace.FileStat) {
-				if len(files) == cap(files) {
-					// Doubling: append grows a large slice by a
-					// quarter, copying a directory of a million
-					// files' list several times over.
-					files = slices.Grow(files, len(files))
-				}
-				files = append(files, inputFile{rel: rel, st: st, stated: true})
-				n++
-			})
-			var nr *workspace.NotRegularError
-			if errors.As(err, &nr) {
-				return nil, workspace.NotRegularInput(p.Addr, pattern, nr.Rel, nr.Mode)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("phase %s: input %q: %w", p.Addr, pattern, err)
-			}
-		}
-		for path, f := range upFiles {
-			if workspace.MatchesPattern(pattern, path) {
-				reads[path] = f
-				n++
-			}
-		}
-		if n == 0 && !workspace.HasMeta(pattern) {
-			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
-		}
-	}
-	slices.SortStableFunc(files, func(a, b inputFile) int { return strings.Compare(a.rel, b.rel) })
-	return slices.CompactFunc(files, func(a, b inputFile) bool { return a.rel == b.rel }), nil
+	return &gathered{Comps: baseComponents(p, reads, len(files)), Argv: p.Command, Files: files}, nil
 }
 
 // baseComponents returns p's components but the command's and the input
@@ -300,14 +176,15 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int
 // finishComponents hashes the input files of g (through the memory) and
 // returns all of p's components, redacted and sorted. g.comps is reused.
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
-	digests, modes := make([]cache.Digest, len(g.files)), make([]fs.FileMode, len(g.files))
-	if err := e.hashFiles(p.Addr, g.files, digests, modes); err != nil {
+	digests := make([]cache.Digest, len(g.Files))
+	modes := make([]fs.FileMode, len(g.Files))
+	if err := e.finder().Digests(p.Addr, g.Files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
-	comps := slices.Grow(g.comps, 1+len(g.files))
+	comps := slices.Grow(g.Comps, 1+len(g.Files))
 	comps = append(comps, cache.Component{Kind: kindCommand, Value: commandValue(p.Command)})
-	for i, f := range g.files {
-		comps = append(comps, cache.Component{Kind: kindInput, Name: f.rel, Value: fileValue(digests[i], modes[i])})
+	for i, f := range g.Files {
+		comps = append(comps, cache.Component{Kind: kindInput, Name: f.Rel, Value: fileValue(digests[i], modes[i])})
 	}
 	e.redactSensitive(comps)
 	slices.SortFunc(comps, func(a, b cache.Component) int {
@@ -317,43 +194,6 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 		return strings.Compare(a.Name, b.Name)
 	})
 	return comps, nil
-}
-
-// hashFiles fills digests and modes of phase's files through the memory;
-// those it lacks are stat'ed if need be, hashed on all cores and metered.
-func (e *Engine) hashFiles(phase string, files []inputFile, digests []cache.Digest, modes []fs.FileMode) error {
-	// Files the memory knows cost a map lookup: answer them here, and
-	// only spread the ones to read over the cores (phases are decided
-	// side by side already, so goroutines for lookups are pure overhead).
-	todo, size := make([]int, 0, len(files)), int64(0)
-	for i, f := range files {
-		if f.stated {
-			if d, ok := e.mem.Lookup(f.rel, f.st); ok {
-				digests[i], modes[i] = d, f.st.Mode
-				continue
-			}
-		}
-		todo, size = append(todo, i), size+f.st.Size
-	}
-	m := hashmeter.Start(e.rep, phase, len(todo), size)
-	defer m.Done()
-	return parallel(len(todo), e.hashWorkers, func(j int) error {
-		i := todo[j]
-		f, ctx := files[i], m.Watch(e.workCtx(), files[i].st.Size)
-		st, abs, err := f.st, e.ws.Abs(files[i].rel), error(nil)
-		if !f.stated {
-			if st, err = workspace.StatPath(abs); err != nil {
-				return fmt.Errorf("hash input %s: %w", f.rel, err)
-			}
-		}
-		d, err := e.mem.DigestOf(ctx, f.rel, abs, st)
-		if err != nil {
-			return fmt.Errorf("hash input %s: %w", f.rel, err)
-		}
-		digests[i], modes[i] = d, st.Mode
-		m.Add(ctx, f.st.Size)
-		return nil
-	})
 }
 
 // redactSensitive replaces, in every component, each value of a sensitive

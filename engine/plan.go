@@ -148,7 +148,7 @@ func (e *Engine) decideWaves(todo []string, waves [][]int, trees map[string][]ca
 			}
 			wave = wave[:n]
 		}
-		_ = parallel(len(wave), cores.N, func(k int) error {
+		_ = cores.Parallel(len(wave), cores.N, func(k int) error {
 			i := wave[k]
 			decisions[i], errs[i] = e.planPhase(todo[i], willRun, trees, lastTrees, forced[todo[i]])
 			return nil

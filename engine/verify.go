@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/inputs"
 	"github.com/cairn-run/cairn/reproduce"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/spec"
@@ -125,7 +126,7 @@ func (e *Engine) unverifiable(d *Decision, trees map[string][]cache.OutputFile) 
 		up[u] = trees[u]
 	}
 	var upFiles, reads = map[string]cache.OutputFile{}, map[string]cache.OutputFile{}
-	upstreamReads(p, up, upFiles, reads)
+	inputs.UpstreamReads(p, up, upFiles, reads)
 	for path, f := range reads {
 		if f.Temporary {
 			return fmt.Sprintf("reads %s, a temporary output of %s, which the cache does not hold", path, e.producer[path])

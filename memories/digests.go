@@ -244,6 +244,20 @@ func (m *Memory) DigestOf(ctx context.Context, key, abs string, st workspace.Fil
 	return d, nil
 }
 
+// HashStart is the moment a file's hashing starts, as NoteHashed takes it.
+func (m *Memory) HashStart() time.Time { return m.now() }
+
+// NoteHashed counts a file of n bytes read and hashed (started at
+// HashStart's hashedAt) outside DigestOf, and remembers its digest d
+// under key if the file kept the stat st while it was read (unchanged).
+func (m *Memory) NoteHashed(key string, st workspace.FileStat, d cache.Digest, n int64, unchanged bool, hashedAt time.Time) {
+	m.hashedFiles.Add(1)
+	m.hashedBytes.Add(n)
+	if unchanged {
+		m.Record(key, st, d, hashedAt)
+	}
+}
+
 // Hashed returns how many files DigestOf read to hash them, and their
 // bytes, since the memory was loaded.
 func (m *Memory) Hashed() (files, bytes int64) {

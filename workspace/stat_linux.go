@@ -17,9 +17,9 @@ func StatPath(abs string) (FileStat, error) {
 	return statAtFD(unix.AT_FDCWD, abs, abs)
 }
 
-// statAt is StatPath of rel resolved from the open directory dir (abs
+// StatAt is StatPath of rel resolved from the open directory dir (abs
 // names the file in errors).
-func statAt(dir *os.File, rel, abs string) (FileStat, error) {
+func StatAt(dir *os.File, rel, abs string) (FileStat, error) {
 	st, err := statAtFD(int(dir.Fd()), rel, abs)
 	runtime.KeepAlive(dir)
 	return st, err
@@ -52,8 +52,34 @@ func fstatat(dirfd int, name, abs string, flags int) (FileStat, error) {
 			return FileStat{}, &fs.PathError{Op: "stat", Path: abs, Err: err}
 		}
 	}
-	mode := fs.FileMode(st.Mode & 0o777)
-	switch st.Mode & unix.S_IFMT {
+	return StatOfUnix(&st), nil
+}
+
+// StatOfUnix reduces a stat's result to a FileStat.
+func StatOfUnix(st *unix.Stat_t) FileStat {
+	return FileStat{
+		Size:  st.Size,
+		MTime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
+		CTime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
+		Ino:   st.Ino,
+		Mode:  ModeOfUnix(st.Mode),
+	}
+}
+
+// sysCtimeIno reads the ctime (ns) and inode number from a FileInfo's
+// Sys(); zero where the system gives none.
+func sysCtimeIno(sys any) (ctime int64, ino uint64) {
+	if st, ok := sys.(*syscall.Stat_t); ok {
+		return st.Ctim.Sec*1e9 + st.Ctim.Nsec, st.Ino
+	}
+	return 0, 0
+}
+
+// ModeOfUnix is the fs.FileMode of a stat's st_mode m, converted exactly
+// as package os converts it.
+func ModeOfUnix(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & unix.S_IFMT {
 	case unix.S_IFBLK:
 		mode |= fs.ModeDevice
 	case unix.S_IFCHR:
@@ -67,29 +93,14 @@ func fstatat(dirfd int, name, abs string, flags int) (FileStat, error) {
 	case unix.S_IFSOCK:
 		mode |= fs.ModeSocket
 	}
-	if st.Mode&unix.S_ISGID != 0 {
+	if m&unix.S_ISGID != 0 {
 		mode |= fs.ModeSetgid
 	}
-	if st.Mode&unix.S_ISUID != 0 {
+	if m&unix.S_ISUID != 0 {
 		mode |= fs.ModeSetuid
 	}
-	if st.Mode&unix.S_ISVTX != 0 {
+	if m&unix.S_ISVTX != 0 {
 		mode |= fs.ModeSticky
 	}
-	return FileStat{
-		Size:  st.Size,
-		MTime: st.Mtim.Sec*1e9 + st.Mtim.Nsec,
-		CTime: st.Ctim.Sec*1e9 + st.Ctim.Nsec,
-		Ino:   st.Ino,
-		Mode:  mode,
-	}, nil
-}
-
-// sysCtimeIno reads the ctime (ns) and inode number from a FileInfo's
-// Sys(); zero where the system gives none.
-func sysCtimeIno(sys any) (ctime int64, ino uint64) {
-	if st, ok := sys.(*syscall.Stat_t); ok {
-		return st.Ctim.Sec*1e9 + st.Ctim.Nsec, st.Ino
-	}
-	return 0, 0
+	return mode
 }

@@ -13,8 +13,8 @@ func StatPath(abs string) (FileStat, error) {
 	return StatOf(fi), nil
 }
 
-// statAt is StatPath; elsewhere the directory is not used.
-func statAt(_ *os.File, _, abs string) (FileStat, error) { return StatPath(abs) }
+// StatAt is StatPath; elsewhere the directory is not used.
+func StatAt(_ *os.File, _, abs string) (FileStat, error) { return StatPath(abs) }
 
 // LstatPath is os.Lstat reduced to what the digest memory compares.
 func LstatPath(abs string) (FileStat, error) {

@@ -57,7 +57,7 @@ func (d *rootDir) open(root string) *os.File {
 func (w *Workspace) StatRel(rel string) (FileStat, error) {
 	if w.dir != nil && rel != "" && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel) {
 		if f := w.dir.open(w.Root); f != nil {
-			st, err := statAt(f, rel, "")
+			st, err := StatAt(f, rel, "")
 			if pe, ok := err.(*fs.PathError); ok {
 				pe.Path = w.Abs(rel)
 			}

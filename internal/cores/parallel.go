@@ -1,13 +1,13 @@
-package engine
+package cores
 
 import (
 	"sync"
 	"sync/atomic"
 )
 
-// parallel calls fn(i) for every i in [0, n) on up to workers goroutines
+// Parallel calls fn(i) for every i in [0, n) on up to workers goroutines
 // and returns the first error (the remaining calls are skipped).
-func parallel(n, workers int, fn func(i int) error) error {
+func Parallel(n, workers int, fn func(i int) error) error {
 	if workers > n {
 		workers = n
 	}

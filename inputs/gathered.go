@@ -1,0 +1,84 @@
+package inputs
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/workspace"
+)
+
+// Gathered is what a phase's key is computed from, before any input file
+// is hashed: every component but the command's and the input files',
+// unredacted; the command's words; and the input files (sorted by path,
+// each once) with the stat expansion took.
+type Gathered struct {
+	Comps []cache.Component
+	Argv  []string
+	Files []File
+}
+
+// Fingerprint hashes what the phase's key is computed from, as gathered
+// in g: every component but the command's and the input files', the
+// command's words, the input files by name and stat, and tokens, what
+// keys hold of the sensitive values (redaction puts them in the key).
+func (g *Gathered) Fingerprint(tokens []string) (fp [sha256.Size]byte) {
+	// Written through a small buffer: a directory input of a million
+	// files would otherwise build tens of MiB to hash at once.
+	h := sha256.New()
+	b := make([]byte, 0, 32<<10)
+	flush := func() {
+		h.Write(b)
+		b = b[:0]
+	}
+	b = append(b, "cairn phase fingerprint 2\n"...)
+	b = binary.AppendUvarint(b, uint64(len(tokens)))
+	for _, t := range tokens {
+		b = appendStr(b, t)
+	}
+	enc := cache.EncodeComponents(g.Comps)
+	b = binary.AppendUvarint(b, uint64(len(enc)))
+	flush()
+	h.Write(enc)
+	if g.Argv == nil {
+		b = append(b, 0) // no command: its component is "null", not "[]"
+	} else {
+		b = append(b, 1)
+		b = binary.AppendUvarint(b, uint64(len(g.Argv)))
+		for _, a := range g.Argv {
+			b = appendStr(b, a)
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(len(g.Files)))
+	for _, f := range g.Files {
+		if len(b) > cap(b)-len(f.Rel)-64 {
+			flush()
+		}
+		b = appendStr(b, f.Rel)
+		b = binary.AppendVarint(b, f.St.Size)
+		b = binary.AppendVarint(b, f.St.MTime)
+		b = binary.AppendVarint(b, f.St.CTime)
+		b = binary.AppendUvarint(b, f.St.Ino)
+		b = binary.AppendUvarint(b, uint64(f.St.Mode))
+	}
+	flush()
+	h.Sum(fp[:0])
+	return fp
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// Calm reports whether every input of g was last modified (its mtime and
+// its ctime) clearly before began (the racy rule): no edit made after
+// began can have left an input with the stat g holds.
+func (g *Gathered) Calm(began int64) bool {
+	for _, f := range g.Files {
+		if workspace.RacyAt(f.St, began) {
+			return false
+		}
+	}
+	return true
+}

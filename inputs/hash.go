@@ -1,0 +1,54 @@
+package inputs
+
+import (
+	"fmt"
+	"io/fs"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/internal/hashmeter"
+)
+
+// smallFile is the size below which a file is read whole into a buffer
+// and hashed here; larger ones go to cache.HashFileContext, which maps
+// them.
+const smallFile = 1 << 20
+
+// Digests fills digests and modes for phase's files, through the memory,
+// hashing the files it does not know on all cores, metered.
+func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, modes []fs.FileMode) error {
+	// Files the memory knows cost a lookup: answer them here, and only
+	// spread the ones to read over the cores (phases are decided side by
+	// side already, so goroutines for lookups are pure overhead).
+	todo, size := make([]int, 0, len(files)), int64(0)
+	for i, file := range files {
+		if d, ok := f.Mem.Lookup(file.Rel, file.St); ok {
+			digests[i], modes[i] = d, file.St.Mode
+			continue
+		}
+		todo, size = append(todo, i), size+file.St.Size
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	m := hashmeter.Start(f.Report, phase, len(todo), size)
+	defer m.Done()
+	return f.hashTodo(m, files, todo, digests, modes)
+}
+
+// hashEach digests files[i] for every i in todo, by path, through the
+// memory.
+func (f *Finder) hashEach(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+	return cores.Parallel(len(todo), f.Workers, func(j int) error {
+		i := todo[j]
+		file := files[i]
+		ctx := m.Watch(f.Ctx(), file.St.Size)
+		d, err := f.Mem.DigestOf(ctx, file.Rel, f.WS.Abs(file.Rel), file.St)
+		if err != nil {
+			return fmt.Errorf("hash input %s: %w", file.Rel, err)
+		}
+		digests[i], modes[i] = d, file.St.Mode
+		m.Add(ctx, file.St.Size)
+		return nil
+	})
+}

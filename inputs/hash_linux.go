@@ -1,0 +1,169 @@
+package inputs
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"hash"
+	"io/fs"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/internal/hashmeter"
+	"github.com/cairn-run/cairn/workspace"
+)
+
+// batchFiles is how many files of one directory a worker hashes with
+// the directory open.
+const batchFiles = 256
+
+type smallHasher struct {
+	buf  []byte
+	name []byte
+	sha  hash.Hash
+}
+
+var smallHashers = sync.Pool{New: func() any {
+	return &smallHasher{buf: make([]byte, smallFile), sha: sha256.New()}
+}}
+
+// hashTodo digests files[i] for every i in todo (sorted by path) through
+// the memory, on all cores: the files of one directory a batch at a time,
+// each opened relative to the open directory, stat'ed through its
+// descriptor (once before reading, once after, which tells whether it
+// kept the stat its expansion took) and read into a pooled buffer.
+func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+	var batches [][]int
+	for start := 0; start < len(todo); {
+		dir := dirOf(files[todo[start]].Rel)
+		end := start + 1
+		for end < len(todo) && end-start < batchFiles && dirOf(files[todo[end]].Rel) == dir {
+			end++
+		}
+		batches = append(batches, todo[start:end])
+		start = end
+	}
+	ctx := f.Ctx()
+	return cores.Parallel(len(batches), f.Workers, func(b int) error {
+		batch := batches[b]
+		dfd, err := openDir(f.WS.Abs(dirOf(files[batch[0]].Rel)))
+		if err != nil {
+			// Gone or unreadable: each file by its path says which.
+			return f.hashEach(m, files, batch, digests, modes)
+		}
+		defer unix.Close(dfd)
+		h := smallHashers.Get().(*smallHasher)
+		defer smallHashers.Put(h)
+		for _, i := range batch {
+			file := files[i]
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			hashedAt := f.Mem.HashStart()
+			d, n, unchanged, large, err := h.hashAt(ctx, dfd, file.Rel[strings.LastIndexByte(file.Rel, '/')+1:], file.St)
+			if err != nil {
+				abs := f.WS.Abs(file.Rel)
+				if pe, ok := err.(*fs.PathError); ok {
+					pe.Path = abs
+				}
+				return fmt.Errorf("hash input %s: hash %s: %w", file.Rel, abs, err)
+			}
+			if large {
+				if err := f.hashEach(m, files, []int{i}, digests, modes); err != nil {
+					return err
+				}
+				continue
+			}
+			f.Mem.NoteHashed(file.Rel, file.St, d, n, unchanged, hashedAt)
+			digests[i], modes[i] = d, file.St.Mode
+			m.Add(ctx, file.St.Size)
+		}
+		return nil
+	})
+}
+
+// dirOf is the directory part of the workspace path rel.
+func dirOf(rel string) string {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return "."
+}
+
+// hashAt hashes the file name in the directory dfd, if it is a regular
+// file smaller than smallFile (else large is true and nothing is read).
+// unchanged reports whether it had the stat st before and after it was
+// read.
+func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st workspace.FileStat) (d cache.Digest, n int64, unchanged, large bool, err error) {
+	h.name = append(append(h.name[:0], name...), 0)
+	var fd int
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dfd), uintptr(unsafe.Pointer(&h.name[0])),
+			unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0, 0, 0)
+		if e == 0 {
+			fd = int(r)
+			break
+		}
+		if e != unix.EINTR {
+			return d, 0, false, false, &fs.PathError{Op: "open", Path: name, Err: e}
+		}
+	}
+	defer unix.Close(fd)
+	before, err := fstat(fd)
+	if err != nil {
+		return d, 0, false, false, err
+	}
+	if !before.Mode.IsRegular() {
+		return d, 0, false, false, fmt.Errorf("it is %s, not a regular file", fsx.FileKind(before.Mode))
+	}
+	if before.Size >= smallFile {
+		return d, 0, false, true, nil
+	}
+	h.sha.Reset()
+	var after workspace.FileStat
+	for {
+		if err := ctx.Err(); err != nil {
+			return d, n, false, false, err
+		}
+		m, err := unix.Read(fd, h.buf)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		if err != nil {
+			return d, n, false, false, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		h.sha.Write(h.buf[:m])
+		n += int64(m)
+		// All the bytes the stat promised: the file is whole if its
+		// stat has not moved since (else read on to the end).
+		if m == 0 || n == before.Size {
+			if after, err = fstat(fd); err != nil {
+				return d, n, false, false, err
+			}
+			if m == 0 || after == before {
+				break
+			}
+		}
+	}
+	h.sha.Sum(d[:0])
+	return d, n, before == st && after == st, false, nil
+}
+
+func fstat(fd int) (workspace.FileStat, error) {
+	var st unix.Stat_t
+	for {
+		err := unix.Fstat(fd, &st)
+		if err == nil {
+			return workspace.StatOfUnix(&st), nil
+		}
+		if err != unix.EINTR {
+			return workspace.FileStat{}, err
+		}
+	}
+}

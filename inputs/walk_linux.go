@@ -1,0 +1,317 @@
+package inputs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cairn-run/cairn/workspace"
+)
+
+// walkTree appends to files what walkSerial would, in the same order, with
+// directories read on up to workers goroutines: each reads a directory
+// with getdents, sorts its names, stats its files relative to the open
+// directory and hands its subdirectories to the others; the tree is put
+// in order once every directory is read. Paths are built in chunks shared
+// by many files, so a file costs its File and its path's bytes, no
+// allocation of its own.
+func walkTree(abs, rel string, skip func(string) bool, workers int, files []File) ([]File, error) {
+	root := &dirNode{abs: abs, rel: rel}
+	w := &walker{skip: skip, queue: []*dirNode{root}, pending: 1}
+	w.cond = sync.NewCond(&w.mu)
+	var wg sync.WaitGroup
+	for range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.work()
+		}()
+	}
+	wg.Wait()
+	return root.flatten(slices.Grow(files, int(w.total.Load())))
+}
+
+// dirNode is one directory of a walk: its files in order, and where among
+// them each subdirectory's files go.
+type dirNode struct {
+	abs, rel string
+	files    []File
+	kids     []kid
+	err      error // after files and kids: the walk stops there
+}
+
+type kid struct {
+	at   int // the subdirectory's files go before files[at]
+	node *dirNode
+}
+
+// flatten appends n's tree's files to files, in walkSerial's order, and
+// returns the first error in that order.
+func (n *dirNode) flatten(files []File) ([]File, error) {
+	at := 0
+	for _, k := range n.kids {
+		files = append(files, n.files[at:k.at]...)
+		at = k.at
+		var err error
+		if files, err = k.node.flatten(files); err != nil {
+			return files, err
+		}
+	}
+	return append(files, n.files[at:]...), n.err
+}
+
+// walker hands directories to read to its workers, last found first (the
+// deepest, whose entries' inodes are likely near those just read).
+type walker struct {
+	skip  func(string) bool
+	total atomic.Int64 // files found
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   []*dirNode
+	pending int  // directories queued or being read
+	failed  bool // a directory failed: read no more
+}
+
+func (w *walker) work() {
+	var r dirReader
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && w.pending > 0 && !w.failed {
+			w.cond.Wait()
+		}
+		if w.pending == 0 || w.failed {
+			w.mu.Unlock()
+			return
+		}
+		n := w.queue[len(w.queue)-1]
+		w.queue = w.queue[:len(w.queue)-1]
+		w.mu.Unlock()
+
+		r.read(n, w.skip)
+		w.total.Add(int64(len(n.files)))
+
+		w.mu.Lock()
+		for _, k := range n.kids {
+			w.queue = append(w.queue, k.node)
+		}
+		w.pending += len(n.kids) - 1
+		w.failed = w.failed || n.err != nil
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// dirReader is a worker's buffers, kept from one directory to the next.
+type dirReader struct {
+	dirents []byte   // getdents' buffer
+	names   []byte   // the directory's names, each followed by a NUL
+	ents    []dirEnt // the directory's entries
+	chunk   []byte   // where paths are built; the strings made of it are never changed
+}
+
+type dirEnt struct {
+	off, n int32 // the name: names[off:off+n], a NUL after it
+	typ    uint8 // DT_*
+}
+
+// read fills n's files and kids, as walkSerial would find them.
+func (r *dirReader) read(n *dirNode, skip func(string) bool) {
+	fd, err := openDir(n.abs)
+	if err != nil {
+		n.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
+		return
+	}
+	defer unix.Close(fd)
+	if err := r.readNames(fd); err != nil {
+		n.err = &fs.PathError{Op: "readdirent", Path: n.abs, Err: err}
+		return
+	}
+	nfiles := 0
+	for _, e := range r.ents {
+		if e.typ != unix.DT_DIR {
+			nfiles++
+		}
+	}
+	n.files = make([]File, 0, nfiles)
+	for _, e := range r.ents {
+		name := r.names[e.off : e.off+e.n]
+		rel := r.path(n.rel, name)
+		if skip(rel) {
+			r.chunk = r.chunk[:len(r.chunk)-len(rel)] // nothing keeps it
+			continue
+		}
+		typ := e.typ
+		if typ == unix.DT_UNKNOWN {
+			// As os.ReadDir does: the file system did not say.
+			st, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
+			if err == unix.ENOENT {
+				continue
+			}
+			if err != nil {
+				n.err = &fs.PathError{Op: "lstat", Path: filepath.Join(n.abs, string(name)), Err: err}
+				return
+			}
+			typ = dtOf(st.Mode)
+		}
+		switch typ {
+		case unix.DT_DIR:
+			n.kids = append(n.kids, kid{at: len(n.files), node: &dirNode{abs: joinAbs(n.abs, name), rel: rel}})
+			continue
+		case unix.DT_REG, unix.DT_LNK:
+		default:
+			continue // FIFOs, devices, sockets
+		}
+		st, err := statName(fd, &r.names[e.off], 0)
+		if err == unix.ENOENT {
+			continue // dangling symlink or vanished file
+		}
+		if err != nil {
+			n.err = &fs.PathError{Op: "stat", Path: filepath.Join(n.abs, string(name)), Err: err}
+			return
+		}
+		if st.Mode.IsRegular() {
+			n.files = append(n.files, File{Rel: rel, St: st})
+		}
+	}
+}
+
+// readNames reads the open directory fd's entries, but "." and "..",
+// sorted by name.
+func (r *dirReader) readNames(fd int) error {
+	if r.dirents == nil {
+		r.dirents = make([]byte, 32<<10)
+	}
+	r.names, r.ents = r.names[:0], r.ents[:0]
+	for {
+		nb, err := unix.ReadDirent(fd, r.dirents)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if nb <= 0 {
+			break
+		}
+		// struct linux_dirent64: ino, off, reclen, type, name (NUL-ended).
+		for b := r.dirents[:nb]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:]))
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			ino, typ, name := binary.NativeEndian.Uint64(b), b[18], b[19:reclen]
+			b = b[reclen:]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if ino == 0 || string(name) == "." || string(name) == ".." {
+				continue
+			}
+			r.ents = append(r.ents, dirEnt{off: int32(len(r.names)), n: int32(len(name)), typ: typ})
+			r.names = append(append(r.names, name...), 0)
+		}
+	}
+	slices.SortFunc(r.ents, func(a, b dirEnt) int {
+		return bytes.Compare(r.names[a.off:a.off+a.n], r.names[b.off:b.off+b.n])
+	})
+	return nil
+}
+
+// path returns dir's entry name as a workspace path, built in r.chunk.
+func (r *dirReader) path(dir string, name []byte) string {
+	n := len(name)
+	if dir != "." {
+		n += len(dir) + 1
+	}
+	if len(r.chunk)+n > cap(r.chunk) {
+		r.chunk = make([]byte, 0, max(64<<10, n))
+	}
+	start := len(r.chunk)
+	if dir != "." {
+		r.chunk = append(append(r.chunk, dir...), '/')
+	}
+	r.chunk = append(r.chunk, name...)
+	return unsafe.String(&r.chunk[start], n)
+}
+
+func joinAbs(dir string, name []byte) string {
+	if len(dir) > 0 && dir[len(dir)-1] == os.PathSeparator {
+		return dir + string(name)
+	}
+	return dir + "/" + string(name)
+}
+
+func openDir(abs string) (int, error) {
+	for {
+		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// noStatx is set once statx is found missing (an old kernel, or a
+// sandbox that forbids it): fstatat then, at the cost of a copy of each
+// name.
+var noStatx atomic.Bool
+
+// statName stats the NUL-ended name at name relative to the directory fd
+// (flags: 0 or AT_SYMLINK_NOFOLLOW), as workspace.StatPath would.
+func statName(fd int, name *byte, flags int) (workspace.FileStat, error) {
+	if !noStatx.Load() {
+		var sx unix.Statx_t
+		for {
+			_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(name)),
+				uintptr(flags|unix.AT_STATX_SYNC_AS_STAT), unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&sx)), 0)
+			switch e {
+			case 0:
+				return workspace.FileStat{
+					Size:  int64(sx.Size),
+					MTime: sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec),
+					CTime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
+					Ino:   sx.Ino,
+					Mode:  workspace.ModeOfUnix(uint32(sx.Mode)),
+				}, nil
+			case unix.EINTR:
+				continue
+			case unix.ENOSYS, unix.EPERM:
+				noStatx.Store(true)
+			default:
+				return workspace.FileStat{}, e
+			}
+			break
+		}
+	}
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(fd, unix.BytePtrToString(name), &st, flags)
+		if err == nil {
+			return workspace.StatOfUnix(&st), nil
+		}
+		if err != unix.EINTR {
+			return workspace.FileStat{}, err
+		}
+	}
+}
+
+// dtOf is the dirent type of a file of mode m.
+func dtOf(m fs.FileMode) uint8 {
+	switch {
+	case m.IsDir():
+		return unix.DT_DIR
+	case m.IsRegular():
+		return unix.DT_REG
+	case m&fs.ModeSymlink != 0:
+		return unix.DT_LNK
+	}
+	return unix.DT_UNKNOWN
+}
