@@ -13,7 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"github.com/cairn-run/cairn/cache/outpath"
 
 	"github.com/cairn-run/cairn/cache/sigkey"
 )
@@ -413,7 +413,7 @@ func checkOutputs(outputs []OutputFile) error {
 			return fmt.Errorf("output %q: listed twice", o.Path)
 		}
 		types[o.Path] = o.Type
-		f := foldPath(o.Path)
+		f := outpath.Fold(o.Path)
 		if other, ok := folded[f]; ok {
 			return fmt.Errorf("outputs %q and %q differ only in letter case or Unicode normalization; they would be one file on macOS and Windows", other, o.Path)
 		}
@@ -430,10 +430,6 @@ func checkOutputs(outputs []OutputFile) error {
 	}
 	return CheckLinks(outputs)
 }
-
-// maxLinkHops bounds the symlinks one resolution follows, as Linux's
-// ELOOP limit does.
-const maxLinkHops = 40
 
 // CheckLinks checks that every symlink of an output tree (targets
 // relative, each checked on its own by the entry's rules) resolves inside
@@ -452,73 +448,15 @@ func CheckLinks(outputs []OutputFile) error {
 		if o.Type != TypeSymlink {
 			continue
 		}
-		if err := resolveLink(links, o.Path); err != nil {
+		if err := outpath.ResolveLink(links, o.Path); err != nil {
 			return fmt.Errorf("output %q: target %q: %w", o.Path, o.Target, err)
 		}
 	}
 	return nil
 }
 
-// resolveLink resolves the symlink link of a tree whose symlinks are links
-// (path to target), one component at a time from the workspace root,
-// and fails if the resolution climbs above the root. A component that is
-// not one of links is taken for a directory.
-func resolveLink(links map[string]string, link string) error {
-	var dir []string
-	if d := path.Dir(link); d != "." {
-		dir = strings.Split(d, "/")
-	}
-	todo := strings.Split(links[link], "/")
-	hops := 0
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			if len(dir) == 0 {
-				return errors.New("followed through the tree's other symlinks, it leads outside the workspace")
-			}
-			dir = dir[:len(dir)-1]
-			continue
-		}
-		dir = append(dir, name)
-		target, ok := links[strings.Join(dir, "/")]
-		if !ok {
-			continue
-		}
-		if hops++; hops > maxLinkHops {
-			// A loop, or a chain the kernel refuses to follow (ELOOP)
-			// before it gets anywhere: harmless.
-			return nil
-		}
-		dir = dir[:len(dir)-1]
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return nil
-}
-
-// foldPath maps the paths a case-insensitive, normalization-insensitive
-// filesystem treats as one to one string.
-func foldPath(p string) string {
-	if isASCII(p) {
-		return strings.ToLower(p)
-	}
-	return strings.ToLower(norm.NFC.String(p))
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 func checkOutput(o OutputFile) error {
-	if err := checkRelPath(o.Path); err != nil {
+	if err := outpath.CheckRel(o.Path); err != nil {
 		return err
 	}
 	if o.Mode&^0o777 != 0 {
@@ -546,72 +484,11 @@ func checkOutput(o OutputFile) error {
 		if !o.Digest.IsZero() || o.Size != 0 {
 			return errors.New("symlink with a digest or size")
 		}
-		if err := checkLinkTarget(o.Path, o.Target); err != nil {
+		if err := outpath.CheckLinkTarget(o.Path, o.Target); err != nil {
 			return fmt.Errorf("target %q: %w", o.Target, err)
 		}
 	default:
 		return fmt.Errorf("unknown type %q", o.Type)
-	}
-	return nil
-}
-
-// Limits on output paths, those of Linux (PATH_MAX, NAME_MAX): a longer
-// path could not be restored anyway.
-const (
-	maxPathLen = 4096
-	maxNameLen = 255
-)
-
-// checkRelPath accepts clean, relative, slash-separated paths that stay
-// inside the workspace. A backslash is refused: on Windows it separates
-// directories, so "a\..\..\x" would climb out of the workspace there.
-func checkRelPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("empty path")
-	case strings.IndexByte(p, 0) >= 0:
-		return errors.New("NUL in path")
-	case strings.IndexByte(p, '\\') >= 0:
-		return errors.New("backslash in path (a directory separator on Windows)")
-	case path.IsAbs(p):
-		return errors.New("absolute path")
-	case path.Clean(p) != p:
-		return errors.New("path not clean")
-	case p == ".":
-		return errors.New("path is the workspace itself")
-	case p == ".." || strings.HasPrefix(p, "../"):
-		return errors.New("path leaves the workspace")
-	case len(p) > maxPathLen:
-		return fmt.Errorf("path of %d bytes, over the %d limit", len(p), maxPathLen)
-	}
-	for name := range strings.SplitSeq(p, "/") {
-		if len(name) > maxNameLen {
-			return fmt.Errorf("name of %d bytes, over the %d limit", len(name), maxNameLen)
-		}
-	}
-	return nil
-}
-
-// checkLinkTarget accepts a relative target that, resolved lexically from
-// the link's directory, stays inside the workspace. (Restore must still not
-// follow links it has itself created; this check keeps honest entries
-// honest and rejects the obvious attacks early.)
-func checkLinkTarget(link, target string) error {
-	switch {
-	case target == "":
-		return errors.New("empty target")
-	case strings.IndexByte(target, 0) >= 0:
-		return errors.New("NUL in target")
-	case strings.IndexByte(target, '\\') >= 0:
-		return errors.New("backslash in target (a directory separator on Windows)")
-	case path.IsAbs(target):
-		return errors.New("absolute target")
-	case len(target) > maxPathLen:
-		return fmt.Errorf("target of %d bytes, over the %d limit", len(target), maxPathLen)
-	}
-	j := path.Join(path.Dir(link), target)
-	if j == ".." || strings.HasPrefix(j, "../") {
-		return errors.New("target leaves the workspace")
 	}
 	return nil
 }
