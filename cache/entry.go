@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,8 +33,11 @@ const (
 	// EntryFormatSigned is the header of an entry signed with a writer's
 	// own key: an envelope around an entry of format 1, 2 or 4 (sign.go).
 	EntryFormatSigned = 5
+	// EntryFormatChunked is 4 with the input components in chunks
+	// (Entry.Chunks) when there are many.
+	EntryFormatChunked = 6
 
-	maxEntryFormat = EntryFormatSigned // the newest this cairn reads
+	maxEntryFormat = EntryFormatChunked // the newest this cairn reads
 )
 
 // InlineMax is the largest blob a writer puts inside an entry rather than
@@ -58,6 +62,7 @@ var (
 	entryHeader       = entryHeaderFor(EntryFormat)
 	entryHeaderInline = entryHeaderFor(EntryFormatInline)
 	entryHeaderTemp   = entryHeaderFor(EntryFormatTemp)
+	entryHeaderChunks = entryHeaderFor(EntryFormatChunked)
 )
 
 func entryHeaderFor(format int) string {
@@ -122,6 +127,12 @@ type Entry struct {
 	// rather than in cas/ (format 2 only), each once, in the order the
 	// writer found them.
 	Inline []InlineBlob `json:"inline,omitempty"`
+	// Chunks, in format 6, hold the entry's input components (kind
+	// ChunkKind), in order, when it has many: Components then holds the
+	// others alone in the stored body. Read whole ([Dir.GetEntry]), an
+	// entry's Components are all of them again; read lean or as a head
+	// they are not, and Lean is set.
+	Chunks []Chunk `json:"chunks,omitempty"`
 
 	// Lean is set on an entry that came from the workspace memo through
 	// [Dir.GetEntryLean]: its Components then hold only the declared
@@ -160,7 +171,13 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 	if err := validateEntry(e, true); err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.Key.Short(), err)
 	}
-	body, err := json.Marshal(e)
+	stored := e
+	if len(e.Chunks) > 0 {
+		s := *e
+		s.Components = slices.DeleteFunc(slices.Clone(e.Components), func(c Component) bool { return c.Kind == ChunkKind })
+		stored = &s
+	}
+	body, err := json.Marshal(stored)
 	if err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.Key.Short(), err)
 	}
@@ -219,7 +236,10 @@ func ParseEntry(b []byte) (*Entry, error) {
 		if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderInline)); !ok {
 			format = EntryFormatTemp
 			if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderTemp)); !ok {
-				return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+				format = EntryFormatChunked
+				if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderChunks)); !ok {
+					return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+				}
 			}
 		}
 	}
@@ -256,6 +276,7 @@ func ParseEntry(b []byte) (*Entry, error) {
 	if err := validateEntry(e, false); err != nil {
 		return nil, err
 	}
+	e.Lean = len(e.Chunks) > 0 // its inputs are in the chunks, not read here
 	if signer != nil {
 		e.SignedBy = &sigkey.PublicKey{Key: signer}
 	}
@@ -304,8 +325,15 @@ func validateEntry(e *Entry, encoding bool) error {
 			return fmt.Errorf("component %d (%q): empty kind", i, c.Name)
 		}
 	}
-	if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
-		return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
+	if err := checkChunks(e, encoding); err != nil {
+		return err
+	}
+	// A decoded entry with chunks has its key checked once they are read
+	// (fillChunks).
+	if len(e.Chunks) == 0 || encoding {
+		if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
+			return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
+		}
 	}
 	if err := checkOutputs(e.Outputs); err != nil {
 		return err
@@ -317,10 +345,12 @@ func validateEntry(e *Entry, encoding bool) error {
 // what e holds: inline blobs from format 2, temporary outputs in 4.
 func checkFormat(e *Entry) error {
 	switch {
-	case e.Format != EntryFormat && e.Format != EntryFormatInline && e.Format != EntryFormatTemp:
-		return fmt.Errorf("format %d, want %d, %d or %d", e.Format, EntryFormat, EntryFormatInline, EntryFormatTemp)
+	case e.Format != EntryFormat && e.Format != EntryFormatInline && e.Format != EntryFormatTemp && e.Format != EntryFormatChunked:
+		return fmt.Errorf("format %d, want %d, %d, %d or %d", e.Format, EntryFormat, EntryFormatInline, EntryFormatTemp, EntryFormatChunked)
 	case e.Format < EntryFormatInline && len(e.Inline) > 0:
 		return fmt.Errorf("format %d with inline blobs (they need format %d)", e.Format, EntryFormatInline)
+	case e.Format != EntryFormatChunked && len(e.Chunks) > 0:
+		return fmt.Errorf("format %d with input chunks (they need format %d)", e.Format, EntryFormatChunked)
 	}
 	if e.Format < EntryFormatTemp {
 		for _, o := range e.Outputs {
@@ -328,6 +358,36 @@ func checkFormat(e *Entry) error {
 				return fmt.Errorf("format %d with temporary output %q (it needs format %d)", e.Format, o.Path, EntryFormatTemp)
 			}
 		}
+	}
+	return nil
+}
+
+// checkChunks checks e's list of chunks: each names a non-empty blob of
+// at least one component, and, in an entry decoded from its stored body,
+// no input component is in the body beside them. encoding (e whole, in
+// memory) checks instead that the chunks' counts add up to its inputs.
+func checkChunks(e *Entry, encoding bool) error {
+	if len(e.Chunks) == 0 {
+		return nil
+	}
+	inputs := 0
+	for _, c := range e.Components {
+		if c.Kind == ChunkKind {
+			inputs++
+		}
+	}
+	if !encoding && inputs > 0 {
+		return fmt.Errorf("%d input components in the body beside chunks", inputs)
+	}
+	total := 0
+	for _, ch := range e.Chunks {
+		if ch.Count <= 0 || ch.Size <= 0 || ch.Count > maxEntrySize || ch.Size > maxEntrySize {
+			return fmt.Errorf("chunk %s: %d components in %d bytes", ch.Digest.Short(), ch.Count, ch.Size)
+		}
+		total += ch.Count
+	}
+	if encoding && total != inputs {
+		return fmt.Errorf("chunks of %d components for %d inputs", total, inputs)
 	}
 	return nil
 }
