@@ -112,7 +112,7 @@ func DecodeChunk(ch Chunk, b []byte) ([]Component, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", ch.Digest.Short(), err)
 	}
-	if len(comps) != ch.Count {
+	if len(comps) != ch.Count || len(comps) == 0 {
 		return nil, fmt.Errorf("chunk %s: %w: %d components, the entry says %d", ch.Digest.Short(), ErrCorrupt, len(comps), ch.Count)
 	}
 	for _, c := range comps {
