@@ -16,27 +16,22 @@ type Chunk struct {
 	Size   int64  `json:"size"`
 }
 
-// An entry whose key has more than chunkThreshold components of kind
-// ChunkKind keeps those in chunks rather than in its body: a phase reading
-// a directory of a million files would otherwise write, and read back to
-// explain a miss, an entry of a hundred megabytes for each edited file.
+// An entry with more than chunkThreshold components of kind ChunkKind
+// keeps those in chunks, not in its body: a phase reading a million files
+// would otherwise write, and read back to explain a miss, an entry of a
+// hundred megabytes for each edited file. A chunk starts at a component
+// whose name hashes to a value with its low chunkBits bits zero, so
+// boundaries depend only on the names there: an edited file changes its
+// own chunk, an added or removed one its own and at most a neighbour.
+// maxChunk bounds a run of names that never hit.
 const (
 	ChunkKind      = "input"
 	chunkThreshold = 1024
+	chunkBits      = 9
+	maxChunk       = 1 << 14
 )
 
-// A chunk starts at a component whose name hashes to a value with its low
-// chunkBits bits zero (one name in 512), so where chunks start depends only
-// on the names at the boundaries: an edited file changes its own chunk, an
-// added or removed one its own and at most the neighbour it splits from or
-// merges with. maxChunk bounds a run of names that never hit.
-const (
-	chunkBits = 9
-	maxChunk  = 1 << 14
-)
-
-// CutChunk is one chunk as a writer cuts it: its name, its components (a
-// view of the sorted inputs) and its stored bytes.
+// CutChunk is a chunk as cut: its components (a view) and bytes.
 type CutChunk struct {
 	Chunk
 	Comps []Component
@@ -123,9 +118,8 @@ func DecodeChunk(ch Chunk, b []byte) ([]Component, error) {
 	return comps, nil
 }
 
-// ReadChunk reads and decodes chunk ch of an entry, verified against its
-// digest (a damaged blob is quarantined, as [Dir.ReadBlob] does). A test
-// may count the calls with ChunkReads.
+// ReadChunk reads and decodes chunk ch, verified against its digest (a
+// damaged blob is quarantined, as [Dir.ReadBlob] does).
 func (c *Dir) ReadChunk(ch Chunk) ([]Component, error) {
 	c.chunkReads.Add(1)
 	b, err := c.ReadBlob(ch.Digest)
@@ -146,10 +140,7 @@ func (c *Dir) ChunkReads() int64 { return c.chunkReads.Load() }
 // quarantined only if quarantine is set. An entry without chunks is left
 // as it is.
 func (c *Dir) FillChunks(e *Entry, quarantine bool) error {
-	if len(e.Chunks) == 0 || !e.Lean {
-		return nil
-	}
-	if quarantine {
+	if len(e.Chunks) == 0 || !e.Lean || quarantine {
 		return c.fillChunks(e, c.ReadChunk)
 	}
 	return c.fillChunks(e, func(ch Chunk) ([]Component, error) {
@@ -171,7 +162,10 @@ func (c *Dir) FillChunks(e *Entry, quarantine bool) error {
 }
 
 func (c *Dir) fillChunks(e *Entry, read func(Chunk) ([]Component, error)) error {
-	comps := slices.Grow(slices.Clone(e.Components), chunkCount(e))
+	if len(e.Chunks) == 0 || !e.Lean {
+		return nil
+	}
+	comps := slices.Clone(e.Components)
 	for i, ch := range e.Chunks {
 		cc, err := read(ch)
 		if err != nil {
@@ -187,14 +181,6 @@ func (c *Dir) fillChunks(e *Entry, read func(Chunk) ([]Component, error)) error 
 	}
 	e.Components, e.Lean = comps, false
 	return nil
-}
-
-func chunkCount(e *Entry) int {
-	n := 0
-	for _, ch := range e.Chunks {
-		n += ch.Count
-	}
-	return n
 }
 
 // storeChunks puts e's input components in chunks if it has many (format

@@ -127,11 +127,9 @@ type Entry struct {
 	// rather than in cas/ (format 2 only), each once, in the order the
 	// writer found them.
 	Inline []InlineBlob `json:"inline,omitempty"`
-	// Chunks, in format 6, hold the entry's input components (kind
-	// ChunkKind), in order, when it has many: Components then holds the
-	// others alone in the stored body. Read whole ([Dir.GetEntry]), an
-	// entry's Components are all of them again; read lean or as a head
-	// they are not, and Lean is set.
+	// Chunks (format 6) hold the entry's many input components, in order;
+	// the stored body's Components the others. Read whole, Components are
+	// all again; lean or as a head, Lean is set.
 	Chunks []Chunk `json:"chunks,omitempty"`
 
 	// Lean is set on an entry that came from the workspace memo through
@@ -328,8 +326,7 @@ func validateEntry(e *Entry, encoding bool) error {
 	if err := checkChunks(e, encoding); err != nil {
 		return err
 	}
-	// A decoded entry with chunks has its key checked once they are read
-	// (fillChunks).
+	// With chunks, the key is checked once they are read (fillChunks).
 	if len(e.Chunks) == 0 || encoding {
 		if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
 			return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
@@ -362,10 +359,9 @@ func checkFormat(e *Entry) error {
 	return nil
 }
 
-// checkChunks checks e's list of chunks: each names a non-empty blob of
-// at least one component, and, in an entry decoded from its stored body,
-// no input component is in the body beside them. encoding (e whole, in
-// memory) checks instead that the chunks' counts add up to its inputs.
+// checkChunks checks e's chunks: each of at least one component and
+// byte; decoded, no input in the body beside them; encoding (e whole),
+// counts that add up to its inputs.
 func checkChunks(e *Entry, encoding bool) error {
 	if len(e.Chunks) == 0 {
 		return nil
