@@ -45,6 +45,9 @@ func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
 	if replace {
 		op = "replace"
 	}
+	if err := c.storeChunks(e); err != nil {
+		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
+	}
 	b, err := EncodeEntry(e)
 	if err != nil {
 		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
@@ -56,7 +59,7 @@ func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
 		b = sealEnvelope(b, c.writer)
 	}
 	if c.sign != nil {
-		b = c.sign.appendSig(b)
+		b = c.sign.Append(b)
 	}
 	if replace {
 		if err := c.supersede(e); err != nil {
@@ -83,7 +86,7 @@ func (c *Dir) supersede(e *Entry) error {
 	if err != nil {
 		return err
 	}
-	old, err := c.getLocalEntry(e.Key)
+	old, err := c.getLocalEntryMaybeLean(e.Key, readHead)
 	switch {
 	case errors.Is(err, errNewerEntry):
 		return nil // not ours to judge: it stays, as PutEntry keeps it
@@ -237,6 +240,9 @@ func entryRefs(e *Entry) []blobRef {
 			add(fmt.Sprintf("output %q", o.Path), o.Digest, o.Size)
 		}
 	}
+	for i, ch := range e.Chunks {
+		add(fmt.Sprintf("input chunk %d", i), ch.Digest, ch.Size)
+	}
 	return refs
 }
 
@@ -252,16 +258,33 @@ var errNewerEntry = fmt.Errorf("entry format newer than %d: %w", maxEntryFormat,
 // *CorruptError, so the next PutEntry for key can succeed. When signatures
 // are required, an entry without a good one is an error matching both
 // ErrUntrusted and ErrNotFound, and is left in place.
-func (c *Dir) GetEntry(key ActionID) (*Entry, error) { return c.getEntry(key, false) }
+func (c *Dir) GetEntry(key ActionID) (*Entry, error) { return c.getEntry(key, readFull) }
 
 // GetEntryLean is GetEntry for a phase about to be found cached: the
 // entry may come from the workspace memo (see UseEntryMemo), which keeps it
 // lean (see Entry.Lean): a no-op run of 1,000 phases read 2 MB of
 // components it never used.
-func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) { return c.getEntry(key, true) }
+func (c *Dir) GetEntryLean(key ActionID) (*Entry, error) { return c.getEntry(key, readLean) }
 
-func (c *Dir) getEntry(key ActionID, lean bool) (*Entry, error) {
-	e, err := c.getLocalEntryMaybeLean(key, lean)
+// GetEntryHead is GetEntry without reading the chunks of an entry that
+// has them (format 6): its Components then hold all but its input
+// components, which its Chunks name (see [Dir.ReadChunk]), and Lean is
+// set. The chunks' presence is checked as GetEntry checks every blob's;
+// their content and the key are not.
+func (c *Dir) GetEntryHead(key ActionID) (*Entry, error) { return c.getEntry(key, readHead) }
+
+// How much of an entry a read gives: all of it, checked; lean, perhaps
+// from the workspace memo; or its stored body alone.
+type readMode int
+
+const (
+	readFull readMode = iota
+	readLean
+	readHead
+)
+
+func (c *Dir) getEntry(key ActionID, mode readMode) (*Entry, error) {
+	e, err := c.getLocalEntryMaybeLean(key, mode)
 	if err != nil {
 		return nil, &getError{key, err}
 	}
@@ -290,14 +313,14 @@ func (c *Dir) GetLocalEntry(key ActionID) (*Entry, error) {
 }
 
 func (c *Dir) getLocalEntry(key ActionID) (*Entry, error) {
-	return c.getLocalEntryMaybeLean(key, false)
+	return c.getLocalEntryMaybeLean(key, readFull)
 }
 
 // getLocalEntryMaybeLean is getLocalEntry; with lean, the entry may come
 // from the workspace memo, lean (see Entry.Lean).
-func (c *Dir) getLocalEntryMaybeLean(key ActionID, lean bool) (*Entry, error) {
+func (c *Dir) getLocalEntryMaybeLean(key ActionID, mode readMode) (*Entry, error) {
 	for try := 0; ; try++ {
-		e, retry, err := c.readEntry(key, try == 0, lean)
+		e, retry, err := c.readEntry(key, try == 0, mode)
 		if retry {
 			continue
 		}
@@ -305,13 +328,13 @@ func (c *Dir) getLocalEntryMaybeLean(key ActionID, lean bool) (*Entry, error) {
 	}
 }
 
-func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool, err error) {
+func (c *Dir) readEntry(key ActionID, mayRetry bool, mode readMode) (e *Entry, retry bool, err error) {
 	p := c.entryPath(key)
 	memo := c.memo
 	if c.opts.RequireSigned || c.trusted != nil {
 		memo = nil // the memo does not know which key checked a signature
 	}
-	if memo != nil && lean {
+	if memo != nil && mode == readLean {
 		if e := memo.lookup(key, func() (entryStamp, bool) { return c.entryStamp(p[len(p)-entryRelLen:], p) }); e != nil {
 			return e, false, nil
 		}
@@ -365,6 +388,17 @@ func (c *Dir) readEntry(key ActionID, mayRetry, lean bool) (e *Entry, retry bool
 			}
 			bad := fmt.Errorf("%s: blob %s is missing", r.what, r.d.Short())
 			return nil, false, c.QuarantineFile("entry", key.String(), f, bad)
+		}
+	}
+	if mode == readFull && len(e.Chunks) > 0 {
+		if err := c.fillChunks(e, c.ReadChunk); err != nil {
+			switch {
+			case !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNotFound):
+				return nil, false, err
+			case !StillAt(f, p):
+				return nil, mayRetry, ErrNotFound // removed meanwhile, as above
+			}
+			return nil, false, c.QuarantineFile("entry", key.String(), f, err)
 		}
 	}
 	if err := c.checkTrust(b, e); err != nil {

@@ -297,7 +297,7 @@ func TestGetEntryNewerFormat(t *testing.T) {
 	e := putSample(t, c)
 	p := c.entryPath(e.Key)
 	os.MkdirAll(filepath.Dir(p), 0o755)
-	newer := []byte("cairn-ac 6\nsomething we cannot read\n")
+	newer := []byte("cairn-ac 7\nsomething we cannot read\n")
 	os.WriteFile(p, newer, 0o444)
 	if _, err := c.GetEntry(e.Key); !errors.Is(err, ErrNotFound) || errors.Is(err, ErrCorrupt) {
 		t.Errorf("GetEntry = %v, want ErrNotFound", err)

@@ -11,8 +11,10 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/cairn-run/cairn/cache/entrysig"
 	"github.com/cairn-run/cairn/cache/sigkey"
 )
 
@@ -50,7 +52,7 @@ type Dir struct {
 	root  string
 	perms perms
 	opts  Options
-	sign  *signer // nil: entries are written without the team HMAC
+	sign  *entrysig.Team // nil: entries are written without the team HMAC
 	// writer signs entries with this writer's own key (nil: not).
 	writer *sigkey.PrivateKey
 	// trusted holds the keys of TrustedKeys by their bytes; nil: no
@@ -58,6 +60,7 @@ type Dir struct {
 	trusted map[string]*sigkey.PublicKey
 	// warnedUntrusted holds the keys of the entries already warned about.
 	warnedUntrusted sync.Map
+	chunkReads      atomic.Int64 // see ChunkReads
 	// damagedFormat: opened with AllowDamagedFormat over a damaged
 	// marker, which Verify with Repair rewrites.
 	damagedFormat bool
@@ -132,7 +135,7 @@ func OpenWith(root string, o Options) (*Dir, error) {
 	}
 	c := &Dir{root: abs, opts: o}
 	if len(o.SigningKey) > 0 {
-		c.sign = newSigner(o.SigningKey)
+		c.sign = entrysig.NewTeam(o.SigningKey)
 	}
 	c.writer = o.WriterKey
 	if len(o.TrustedKeys) > 0 {

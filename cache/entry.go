@@ -8,12 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"github.com/cairn-run/cairn/cache/outpath"
 
 	"github.com/cairn-run/cairn/cache/sigkey"
 )
@@ -32,8 +33,11 @@ const (
 	// EntryFormatSigned is the header of an entry signed with a writer's
 	// own key: an envelope around an entry of format 1, 2 or 4 (sign.go).
 	EntryFormatSigned = 5
+	// EntryFormatChunked is 4 with the input components in chunks
+	// (Entry.Chunks) when there are many.
+	EntryFormatChunked = 6
 
-	maxEntryFormat = EntryFormatSigned // the newest this cairn reads
+	maxEntryFormat = EntryFormatChunked // the newest this cairn reads
 )
 
 // InlineMax is the largest blob a writer puts inside an entry rather than
@@ -58,6 +62,7 @@ var (
 	entryHeader       = entryHeaderFor(EntryFormat)
 	entryHeaderInline = entryHeaderFor(EntryFormatInline)
 	entryHeaderTemp   = entryHeaderFor(EntryFormatTemp)
+	entryHeaderChunks = entryHeaderFor(EntryFormatChunked)
 )
 
 func entryHeaderFor(format int) string {
@@ -122,6 +127,10 @@ type Entry struct {
 	// rather than in cas/ (format 2 only), each once, in the order the
 	// writer found them.
 	Inline []InlineBlob `json:"inline,omitempty"`
+	// Chunks (format 6) hold the entry's many input components, in order;
+	// the stored body's Components the others. Read whole, Components are
+	// all again; lean or as a head, Lean is set.
+	Chunks []Chunk `json:"chunks,omitempty"`
 
 	// Lean is set on an entry that came from the workspace memo through
 	// [Dir.GetEntryLean]: its Components then hold only the declared
@@ -160,7 +169,13 @@ func EncodeEntry(e *Entry) ([]byte, error) {
 	if err := validateEntry(e, true); err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.Key.Short(), err)
 	}
-	body, err := json.Marshal(e)
+	stored := e
+	if len(e.Chunks) > 0 {
+		s := *e
+		s.Components = slices.DeleteFunc(slices.Clone(e.Components), func(c Component) bool { return c.Kind == ChunkKind })
+		stored = &s
+	}
+	body, err := json.Marshal(stored)
 	if err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.Key.Short(), err)
 	}
@@ -219,7 +234,10 @@ func ParseEntry(b []byte) (*Entry, error) {
 		if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderInline)); !ok {
 			format = EntryFormatTemp
 			if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderTemp)); !ok {
-				return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+				format = EntryFormatChunked
+				if rest, ok = bytes.CutPrefix(b, []byte(entryHeaderChunks)); !ok {
+					return nil, fmt.Errorf("missing %q header", strings.TrimSpace(entryHeader))
+				}
 			}
 		}
 	}
@@ -256,6 +274,7 @@ func ParseEntry(b []byte) (*Entry, error) {
 	if err := validateEntry(e, false); err != nil {
 		return nil, err
 	}
+	e.Lean = len(e.Chunks) > 0 // its inputs are in the chunks, not read here
 	if signer != nil {
 		e.SignedBy = &sigkey.PublicKey{Key: signer}
 	}
@@ -304,8 +323,14 @@ func validateEntry(e *Entry, encoding bool) error {
 			return fmt.Errorf("component %d (%q): empty kind", i, c.Name)
 		}
 	}
-	if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
-		return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
+	if err := checkChunks(e, encoding); err != nil {
+		return err
+	}
+	// With chunks, the key is checked once they are read (fillChunks).
+	if len(e.Chunks) == 0 || encoding {
+		if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
+			return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
+		}
 	}
 	if err := checkOutputs(e.Outputs); err != nil {
 		return err
@@ -317,10 +342,12 @@ func validateEntry(e *Entry, encoding bool) error {
 // what e holds: inline blobs from format 2, temporary outputs in 4.
 func checkFormat(e *Entry) error {
 	switch {
-	case e.Format != EntryFormat && e.Format != EntryFormatInline && e.Format != EntryFormatTemp:
-		return fmt.Errorf("format %d, want %d, %d or %d", e.Format, EntryFormat, EntryFormatInline, EntryFormatTemp)
+	case e.Format != EntryFormat && e.Format != EntryFormatInline && e.Format != EntryFormatTemp && e.Format != EntryFormatChunked:
+		return fmt.Errorf("format %d, want %d, %d, %d or %d", e.Format, EntryFormat, EntryFormatInline, EntryFormatTemp, EntryFormatChunked)
 	case e.Format < EntryFormatInline && len(e.Inline) > 0:
 		return fmt.Errorf("format %d with inline blobs (they need format %d)", e.Format, EntryFormatInline)
+	case e.Format != EntryFormatChunked && len(e.Chunks) > 0:
+		return fmt.Errorf("format %d with input chunks (they need format %d)", e.Format, EntryFormatChunked)
 	}
 	if e.Format < EntryFormatTemp {
 		for _, o := range e.Outputs {
@@ -328,6 +355,35 @@ func checkFormat(e *Entry) error {
 				return fmt.Errorf("format %d with temporary output %q (it needs format %d)", e.Format, o.Path, EntryFormatTemp)
 			}
 		}
+	}
+	return nil
+}
+
+// checkChunks checks e's chunks: each of at least one component and
+// byte; decoded, no input in the body beside them; encoding (e whole),
+// counts that add up to its inputs.
+func checkChunks(e *Entry, encoding bool) error {
+	if len(e.Chunks) == 0 {
+		return nil
+	}
+	inputs := 0
+	for _, c := range e.Components {
+		if c.Kind == ChunkKind {
+			inputs++
+		}
+	}
+	if !encoding && inputs > 0 {
+		return fmt.Errorf("%d input components in the body beside chunks", inputs)
+	}
+	total := 0
+	for _, ch := range e.Chunks {
+		if ch.Count <= 0 || ch.Size <= 0 || ch.Count > maxEntrySize || ch.Size > maxEntrySize {
+			return fmt.Errorf("chunk %s: %d components in %d bytes", ch.Digest.Short(), ch.Count, ch.Size)
+		}
+		total += ch.Count
+	}
+	if encoding && total != inputs {
+		return fmt.Errorf("chunks of %d components for %d inputs", total, inputs)
 	}
 	return nil
 }
@@ -413,7 +469,7 @@ func checkOutputs(outputs []OutputFile) error {
 			return fmt.Errorf("output %q: listed twice", o.Path)
 		}
 		types[o.Path] = o.Type
-		f := foldPath(o.Path)
+		f := outpath.Fold(o.Path)
 		if other, ok := folded[f]; ok {
 			return fmt.Errorf("outputs %q and %q differ only in letter case or Unicode normalization; they would be one file on macOS and Windows", other, o.Path)
 		}
@@ -430,10 +486,6 @@ func checkOutputs(outputs []OutputFile) error {
 	}
 	return CheckLinks(outputs)
 }
-
-// maxLinkHops bounds the symlinks one resolution follows, as Linux's
-// ELOOP limit does.
-const maxLinkHops = 40
 
 // CheckLinks checks that every symlink of an output tree (targets
 // relative, each checked on its own by the entry's rules) resolves inside
@@ -452,73 +504,15 @@ func CheckLinks(outputs []OutputFile) error {
 		if o.Type != TypeSymlink {
 			continue
 		}
-		if err := resolveLink(links, o.Path); err != nil {
+		if err := outpath.ResolveLink(links, o.Path); err != nil {
 			return fmt.Errorf("output %q: target %q: %w", o.Path, o.Target, err)
 		}
 	}
 	return nil
 }
 
-// resolveLink resolves the symlink link of a tree whose symlinks are links
-// (path to target), one component at a time from the workspace root,
-// and fails if the resolution climbs above the root. A component that is
-// not one of links is taken for a directory.
-func resolveLink(links map[string]string, link string) error {
-	var dir []string
-	if d := path.Dir(link); d != "." {
-		dir = strings.Split(d, "/")
-	}
-	todo := strings.Split(links[link], "/")
-	hops := 0
-	for len(todo) > 0 {
-		name := todo[0]
-		todo = todo[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			if len(dir) == 0 {
-				return errors.New("followed through the tree's other symlinks, it leads outside the workspace")
-			}
-			dir = dir[:len(dir)-1]
-			continue
-		}
-		dir = append(dir, name)
-		target, ok := links[strings.Join(dir, "/")]
-		if !ok {
-			continue
-		}
-		if hops++; hops > maxLinkHops {
-			// A loop, or a chain the kernel refuses to follow (ELOOP)
-			// before it gets anywhere: harmless.
-			return nil
-		}
-		dir = dir[:len(dir)-1]
-		todo = append(strings.Split(target, "/"), todo...)
-	}
-	return nil
-}
-
-// foldPath maps the paths a case-insensitive, normalization-insensitive
-// filesystem treats as one to one string.
-func foldPath(p string) string {
-	if isASCII(p) {
-		return strings.ToLower(p)
-	}
-	return strings.ToLower(norm.NFC.String(p))
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
-
 func checkOutput(o OutputFile) error {
-	if err := checkRelPath(o.Path); err != nil {
+	if err := outpath.CheckRel(o.Path); err != nil {
 		return err
 	}
 	if o.Mode&^0o777 != 0 {
@@ -546,72 +540,11 @@ func checkOutput(o OutputFile) error {
 		if !o.Digest.IsZero() || o.Size != 0 {
 			return errors.New("symlink with a digest or size")
 		}
-		if err := checkLinkTarget(o.Path, o.Target); err != nil {
+		if err := outpath.CheckLinkTarget(o.Path, o.Target); err != nil {
 			return fmt.Errorf("target %q: %w", o.Target, err)
 		}
 	default:
 		return fmt.Errorf("unknown type %q", o.Type)
-	}
-	return nil
-}
-
-// Limits on output paths, those of Linux (PATH_MAX, NAME_MAX): a longer
-// path could not be restored anyway.
-const (
-	maxPathLen = 4096
-	maxNameLen = 255
-)
-
-// checkRelPath accepts clean, relative, slash-separated paths that stay
-// inside the workspace. A backslash is refused: on Windows it separates
-// directories, so "a\..\..\x" would climb out of the workspace there.
-func checkRelPath(p string) error {
-	switch {
-	case p == "":
-		return errors.New("empty path")
-	case strings.IndexByte(p, 0) >= 0:
-		return errors.New("NUL in path")
-	case strings.IndexByte(p, '\\') >= 0:
-		return errors.New("backslash in path (a directory separator on Windows)")
-	case path.IsAbs(p):
-		return errors.New("absolute path")
-	case path.Clean(p) != p:
-		return errors.New("path not clean")
-	case p == ".":
-		return errors.New("path is the workspace itself")
-	case p == ".." || strings.HasPrefix(p, "../"):
-		return errors.New("path leaves the workspace")
-	case len(p) > maxPathLen:
-		return fmt.Errorf("path of %d bytes, over the %d limit", len(p), maxPathLen)
-	}
-	for name := range strings.SplitSeq(p, "/") {
-		if len(name) > maxNameLen {
-			return fmt.Errorf("name of %d bytes, over the %d limit", len(name), maxNameLen)
-		}
-	}
-	return nil
-}
-
-// checkLinkTarget accepts a relative target that, resolved lexically from
-// the link's directory, stays inside the workspace. (Restore must still not
-// follow links it has itself created; this check keeps honest entries
-// honest and rejects the obvious attacks early.)
-func checkLinkTarget(link, target string) error {
-	switch {
-	case target == "":
-		return errors.New("empty target")
-	case strings.IndexByte(target, 0) >= 0:
-		return errors.New("NUL in target")
-	case strings.IndexByte(target, '\\') >= 0:
-		return errors.New("backslash in target (a directory separator on Windows)")
-	case path.IsAbs(target):
-		return errors.New("absolute target")
-	case len(target) > maxPathLen:
-		return fmt.Errorf("target of %d bytes, over the %d limit", len(target), maxPathLen)
-	}
-	j := path.Join(path.Dir(link), target)
-	if j == ".." || strings.HasPrefix(j, "../") {
-		return errors.New("target leaves the workspace")
 	}
 	return nil
 }

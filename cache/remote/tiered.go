@@ -104,6 +104,13 @@ func (t *Tiered) GetEntryLean(key cache.ActionID) (*cache.Entry, error) {
 	return t.orFetch(key, e, err)
 }
 
+// GetEntryHead is [cache.Dir.GetEntryHead], filling a local miss as
+// GetEntry does.
+func (t *Tiered) GetEntryHead(key cache.ActionID) (*cache.Entry, error) {
+	e, err := t.Dir.GetEntryHead(key)
+	return t.orFetch(key, e, err)
+}
+
 // orFetch returns e, or on a local miss (err) the entry from the backend
 // if it has a good one.
 func (t *Tiered) orFetch(key cache.ActionID, e *cache.Entry, err error) (*cache.Entry, error) {

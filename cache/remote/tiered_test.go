@@ -462,3 +462,40 @@ func TestRemoteEndlessBlob(t *testing.T) {
 		t.Errorf("temp files left: %v", names)
 	}
 }
+
+// An entry whose inputs are in chunks travels with its chunks: uploaded
+// as its blobs, downloaded and checked (key included) by the other cache.
+func TestRemoteChunkedEntry(t *testing.T) {
+	r := newMemRemote()
+	a := openWith(t, tieredOptions{Remote: r})
+	e := putSample(t, a)
+	for i := range 3000 {
+		name := fmt.Sprintf("in/f%05d", i)
+		e.Components = append(e.Components, cache.Component{Kind: cache.ChunkKind, Name: name, Value: "-:" + cache.HashBytes([]byte(name)).String()})
+	}
+	e.Key = cache.ComputeKey(e.Components)
+	if err := a.PutEntry(e); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Chunks) < 2 {
+		t.Fatalf("stored with %d chunks", len(e.Chunks))
+	}
+	for _, ch := range e.Chunks {
+		if _, ok := r.cas[ch.Digest]; !ok {
+			t.Errorf("chunk %s not uploaded", ch.Digest.Short())
+		}
+	}
+	b := openWith(t, tieredOptions{Remote: r})
+	got, err := b.GetEntry(e.Key)
+	if err != nil {
+		t.Fatalf("second cache: %v", err)
+	}
+	if got.Lean || len(got.Components) != len(e.Components) || got.Key != e.Key {
+		t.Errorf("downloaded entry: lean %v, %d components; want whole, %d", got.Lean, len(got.Components), len(e.Components))
+	}
+	for _, ch := range e.Chunks {
+		if !b.HasBlob(ch.Digest) {
+			t.Errorf("chunk %s not downloaded", ch.Digest.Short())
+		}
+	}
+}

@@ -3,6 +3,7 @@ package upkeep
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -655,5 +656,63 @@ func TestGCRacingReaders(t *testing.T) {
 	}
 	if gcRuns.Load() == 0 || entriesEvicted.Load() == 0 || blobsEvicted.Load() == 0 {
 		t.Errorf("GC ran %d times and evicted %d entries and %d blobs: the race was not exercised", gcRuns.Load(), entriesEvicted.Load(), blobsEvicted.Load())
+	}
+}
+
+// The chunks of an entry's inputs are its blobs: GC keeps those of a live
+// entry and removes those only an evicted entry had.
+func TestGCChunks(t *testing.T) {
+	t.Parallel()
+	c := newDir(t)
+	now := time.Now()
+	old := now.Add(-2 * time.Hour)
+	inputs := func(prefix string) []cache.Component {
+		var comps []cache.Component
+		for i := range 3000 {
+			name := fmt.Sprintf("%s/f%05d", prefix, i)
+			comps = append(comps, cache.Component{Kind: cache.ChunkKind, Name: name, Value: "-:" + cache.HashBytes([]byte(name)).String()})
+		}
+		return comps
+	}
+	store := func(c *cache.Dir, name, prefix string) *cache.Entry {
+		e := testEntry(name)
+		e.Components = append(e.Components, inputs(prefix)...)
+		e.Key = cache.ComputeKey(e.Components)
+		if err := c.PutEntry(e); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Chunks) < 2 {
+			t.Fatalf("entry %s stored with %d chunks", name, len(e.Chunks))
+		}
+		return e
+	}
+	other, err := cache.Open(c.Root()) // another process: its own pack
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, gone := store(c, "live", "a"), store(other, "gone", "b")
+	filepath.WalkDir(c.Root(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			os.Chtimes(p, old, old)
+		}
+		return nil
+	})
+	os.Chtimes(entryPath(c, live.Key), now, now) // used since
+
+	if _, err := GC(c, GCOptions{MaxAge: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range live.Chunks {
+		if !c.HasBlob(ch.Digest) {
+			t.Errorf("chunk %s of the live entry removed", ch.Digest.Short())
+		}
+	}
+	for _, ch := range gone.Chunks {
+		if c.HasBlob(ch.Digest) {
+			t.Errorf("chunk %s of the evicted entry kept", ch.Digest.Short())
+		}
+	}
+	if _, err := c.GetEntry(live.Key); err != nil {
+		t.Errorf("live entry after GC: %v", err)
 	}
 }

@@ -498,6 +498,15 @@ func (v *verifier) checkEntry(f storeFile) {
 		v.quarantined(ProblemDangling, "entry", id, f, fh, fmt.Errorf("%s: blob %s is missing", r.What, r.Digest.Short()))
 		return
 	}
+	// Its chunks' content was checked as blobs; here, that they decode and
+	// hash, with the rest, to its key.
+	if err := v.c.FillChunks(e, v.opts.Repair); errors.Is(err, cache.ErrCorrupt) {
+		v.corrupt("entry", id, f, fh, err)
+		return
+	} else if err != nil && !errors.Is(err, cache.ErrNotFound) {
+		v.ioProblem("entry", f.path, err)
+		return
+	}
 	v.countSigner(b)
 	if err := v.c.CheckTrust(b); err != nil {
 		v.quarantined(ProblemUntrusted, "entry", id, f, fh, err)
