@@ -21,14 +21,14 @@ import (
 // the cache entry, explain later why a phase reruns.
 const (
 	kindCommand  = keydiff.KindCommand
-	kindWorkdir  = "workdir"
-	kindEnv      = "env"
-	kindParam    = "param"
-	kindOutput   = cache.KindOutput
+	kindWorkdir  = keydiff.KindWorkdir
+	kindEnv      = keydiff.KindEnv
+	kindParam    = keydiff.KindParam
+	kindOutput   = keydiff.KindOutput
 	kindInput    = keydiff.KindInput
 	kindUpstream = keydiff.KindUpstream
-	kindBudget   = "budget"
-	kindEnvFn    = "env()"
+	kindBudget   = keydiff.KindBudget
+	kindEnvFn    = keydiff.KindEnvFn
 )
 
 // MissingInputError says that an input names nothing on disk and no phase
