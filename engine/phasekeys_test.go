@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"github.com/cairn-run/cairn/internal/testkit"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -462,5 +464,63 @@ phase "a" {
 		if got := e.phaseKeys.Hits(); got != 1 {
 			t.Fatalf("plan %d: phase-key memory answered %d phases, want 1", i, got)
 		}
+	}
+}
+
+// TestRacyInputsListed: what a key is remembered with: the inputs racy
+// when it was computed, each with the digest its component holds; nothing
+// (the key is not remembered) when that digest cannot be read back or too
+// many inputs are racy.
+func TestRacyInputsListed(t *testing.T) {
+	const now = int64(1_800_000_000_123_456_789)
+	calm := workspace.FileStat{Size: 1, MTime: now - 3600e9, CTime: now - 3600e9, Ino: 1, Mode: 0o644}
+	racy := workspace.FileStat{Size: 1, MTime: now - 1e6, CTime: now - 1e6, Ino: 2, Mode: 0o755}
+	d := cache.HashBytes([]byte("x"))
+	input := func(rel, value string) cache.Component {
+		return cache.Component{Kind: kindInput, Name: rel, Value: value}
+	}
+	type racyCase struct {
+		name  string
+		fpOK  bool
+		files []inputFile
+		comps []cache.Component
+		want  []memories.RacyInput
+		none  bool // not remembered at all
+	}
+	many := func(name string, n int) racyCase {
+		c := racyCase{name: name, fpOK: true, none: n > maxRacy}
+		for i := range n {
+			rel := fmt.Sprintf("f%04d", i)
+			c.files = append(c.files, inputFile{rel: rel, st: racy, stated: true})
+			c.comps = append(c.comps, input(rel, fileValue(d, racy.Mode)))
+			c.want = append(c.want, memories.RacyInput{Path: rel, Stat: racy, Digest: d})
+		}
+		return c
+	}
+	tests := []racyCase{
+		{"all calm", true, []inputFile{{rel: "a", st: calm, stated: true}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, false},
+		{"one racy", true,
+			[]inputFile{{rel: "a", st: calm, stated: true}, {rel: "b", st: racy, stated: true}},
+			[]cache.Component{{Kind: kindCommand, Value: "[]"}, input("a", fileValue(d, calm.Mode)), input("b", fileValue(d, racy.Mode))},
+			[]memories.RacyInput{{Path: "b", Stat: racy, Digest: d}}, false},
+		{"racy input's value redacted", true, []inputFile{{rel: "b", st: racy, stated: true}}, []cache.Component{input("b", "x:(sensitive 0123)")}, nil, true},
+		{"racy input's name redacted", true, []inputFile{{rel: "b", st: racy, stated: true}}, []cache.Component{input("(sensitive 0123)", fileValue(d, racy.Mode))}, nil, true},
+		{"no fingerprint", false, []inputFile{{rel: "a", st: calm, stated: true}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, true},
+	}
+	tests = append(tests, many("as many racy as listed at most", maxRacy), many("one racy too many", maxRacy+1))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := keying{began: now, fpOK: tt.fpOK, g: &gathered{files: tt.files}, comps: tt.comps}
+			seen := k.racyInputs()
+			if (seen == nil) != tt.none {
+				t.Fatalf("remembered: %v, want %v", seen != nil, !tt.none)
+			}
+			if seen == nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, seen.racy, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("racy inputs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
