@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/inputs"
 	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
@@ -482,7 +483,7 @@ func TestRacyInputsListed(t *testing.T) {
 	type racyCase struct {
 		name  string
 		fpOK  bool
-		files []inputFile
+		files []inputs.File
 		comps []cache.Component
 		want  []memories.RacyInput
 		none  bool // not remembered at all
@@ -491,26 +492,26 @@ func TestRacyInputsListed(t *testing.T) {
 		c := racyCase{name: name, fpOK: true, none: n > maxRacy}
 		for i := range n {
 			rel := fmt.Sprintf("f%04d", i)
-			c.files = append(c.files, inputFile{rel: rel, st: racy, stated: true})
+			c.files = append(c.files, inputs.File{Rel: rel, St: racy})
 			c.comps = append(c.comps, input(rel, fileValue(d, racy.Mode)))
 			c.want = append(c.want, memories.RacyInput{Path: rel, Stat: racy, Digest: d})
 		}
 		return c
 	}
 	tests := []racyCase{
-		{"all calm", true, []inputFile{{rel: "a", st: calm, stated: true}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, false},
+		{"all calm", true, []inputs.File{{Rel: "a", St: calm}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, false},
 		{"one racy", true,
-			[]inputFile{{rel: "a", st: calm, stated: true}, {rel: "b", st: racy, stated: true}},
+			[]inputs.File{{Rel: "a", St: calm}, {Rel: "b", St: racy}},
 			[]cache.Component{{Kind: kindCommand, Value: "[]"}, input("a", fileValue(d, calm.Mode)), input("b", fileValue(d, racy.Mode))},
 			[]memories.RacyInput{{Path: "b", Stat: racy, Digest: d}}, false},
-		{"racy input's value redacted", true, []inputFile{{rel: "b", st: racy, stated: true}}, []cache.Component{input("b", "x:(sensitive 0123)")}, nil, true},
-		{"racy input's name redacted", true, []inputFile{{rel: "b", st: racy, stated: true}}, []cache.Component{input("(sensitive 0123)", fileValue(d, racy.Mode))}, nil, true},
-		{"no fingerprint", false, []inputFile{{rel: "a", st: calm, stated: true}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, true},
+		{"racy input's value redacted", true, []inputs.File{{Rel: "b", St: racy}}, []cache.Component{input("b", "x:(sensitive 0123)")}, nil, true},
+		{"racy input's name redacted", true, []inputs.File{{Rel: "b", St: racy}}, []cache.Component{input("(sensitive 0123)", fileValue(d, racy.Mode))}, nil, true},
+		{"no fingerprint", false, []inputs.File{{Rel: "a", St: calm}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, true},
 	}
 	tests = append(tests, many("as many racy as listed at most", maxRacy), many("one racy too many", maxRacy+1))
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := keying{began: now, fpOK: tt.fpOK, g: &gathered{files: tt.files}, comps: tt.comps}
+			k := keying{began: now, fpOK: tt.fpOK, g: &gathered{Files: tt.files}, comps: tt.comps}
 			seen := k.racyInputs()
 			if (seen == nil) != tt.none {
 				t.Fatalf("remembered: %v, want %v", seen != nil, !tt.none)
