@@ -1,16 +1,22 @@
 package engine
 
 import (
+	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/cairn-run/cairn/keydiff"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/estimate"
+	"github.com/cairn-run/cairn/keydiff"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/spec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // Action is what a run does with a phase.
@@ -55,6 +61,9 @@ type Decision struct {
 	// and their hash: what a saved plan can check of it (see ownChanges).
 	own    []cache.Component
 	ownKey cache.ActionID
+	// seen, when known, is the fingerprint the key was computed from and
+	// the inputs racy then (see inputsChanged).
+	seen *seenInputs
 }
 
 // PlanComponents returns the components the decision was made on: its
@@ -116,6 +125,14 @@ type keying struct {
 	remembered bool // key came from the memory, comps not yet computed
 	key        cache.ActionID
 	comps      []cache.Component
+	seen       *seenInputs // what key was made from, when known
+}
+
+// seenInputs is what a phase's inputs were when its key was made: their
+// fingerprint (stats), and the racy ones' digests.
+type seenInputs struct {
+	fp   [32]byte
+	racy []memories.RacyInput
 }
 
 // start gathers p's inputs and takes its key from the memory when
@@ -136,7 +153,10 @@ func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFil
 		k.fp, k.fpOK = e.fingerprint(g), true
 	}
 	if remembered && k.fpOK && !forced && p.Cache {
-		k.key, k.remembered = e.phaseKeys.Lookup(p.Addr, k.fp)
+		var racy []memories.RacyInput
+		if k.key, racy, k.remembered = e.phaseKeys.Lookup(p.Addr, k.fp, e.sameContent); k.remembered {
+			k.seen = &seenInputs{fp: k.fp, racy: racy}
+		}
 	}
 	if !k.remembered {
 		return k.full()
@@ -160,10 +180,59 @@ func (k *keying) full() error {
 		return errStaleKey
 	}
 	k.key = key
-	if k.fpOK && k.g.Calm(k.began) {
-		k.e.phaseKeys.Record(k.p.Addr, k.fp, key)
+	if k.seen = k.racyInputs(); k.seen != nil {
+		k.e.phaseKeys.Record(k.p.Addr, k.fp, key, k.seen.racy)
 	}
 	return nil
+}
+
+// maxRacy bounds the racy inputs a key is remembered with: more (a tree
+// just unpacked) are cheaper computed in full than hashed at each lookup.
+const maxRacy = 256
+
+// racyInputs returns k's fingerprint and the inputs racy at k.began (the
+// racy rule), each with the digest its component holds; nil if there is no
+// fingerprint, too many are racy, or redaction changed a component.
+func (k *keying) racyInputs() *seenInputs {
+	if !k.fpOK {
+		return nil
+	}
+	var racy []memories.RacyInput
+	for _, f := range k.g.Files {
+		if len(racy) == maxRacy {
+			return nil
+		}
+		if !workspace.RacyAt(f.St, k.began) {
+			continue
+		}
+		i, ok := slices.BinarySearchFunc(k.comps, f.Rel, func(c cache.Component, rel string) int {
+			return cmp.Or(strings.Compare(c.Kind, kindInput), strings.Compare(c.Name, rel))
+		})
+		var d cache.Digest
+		if ok { // the value fileValue gave, unless redaction changed it
+			v := k.comps[i].Value
+			_, err := hex.Decode(d[:], []byte(v[min(2, len(v)):min(len(v), 2+2*len(d))]))
+			ok = err == nil && v == fileValue(d, f.St.Mode)
+		}
+		if !ok {
+			return nil
+		}
+		racy = append(racy, memories.RacyInput{Path: f.Rel, Stat: f.St, Digest: d})
+	}
+	return &seenInputs{fp: k.fp, racy: racy}
+}
+
+// sameContent reports whether each of the inputs racy when a key was made
+// still has the content the key holds (hashed again where the digest
+// memory cannot vouch for it).
+func (e *Engine) sameContent(racy []memories.RacyInput) bool {
+	for _, r := range racy {
+		d, err := e.mem.DigestOf(e.workCtx(), r.Path, e.ws.Abs(r.Path), r.Stat)
+		if err != nil || d != r.Digest {
+			return false
+		}
+	}
+	return true
 }
 
 // decideKeyed is decideWith but for a stale remembered key, which it
@@ -174,6 +243,7 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 	if err := k.start(e, p, up, forced, remembered); err != nil {
 		return nil, err
 	}
+	defer func() { d.seen = k.seen }()
 	d.key = k.key
 	d.Key = d.key.String()
 	d.components = k.comps
@@ -409,13 +479,12 @@ func (e *Engine) notInCache(p *spec.Phase, why string) []string {
 	return reasons
 }
 
-// diffComponents is [keydiff.Reasons]: the single place that turns key
-// components into reasons.
+// diffComponents is keydiff.Reasons.
 func diffComponents(prev, cur []cache.Component, producer map[string]string) []string {
 	return keydiff.Reasons(prev, cur, producer)
 }
 
-// maskSensitive hides the values of sensitive variables in reasons.
+// maskSensitive is keydiff.Mask with the spec's sensitive values.
 func (e *Engine) maskSensitive(lines []string) []string {
-	return keydiff.MaskReasons(lines, e.spec.SensitiveValues)
+	return keydiff.Mask(lines, e.spec.SensitiveValues)
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"github.com/cairn-run/cairn/internal/testkit"
 	"os"
 	"path/filepath"
@@ -12,7 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/inputs"
+	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/runrec"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 func must(t *testing.T, err error) {
@@ -64,7 +68,7 @@ func TestPhaseKeysNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry"), cmpopts.EquateEmpty()}
+	opts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen"), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(want, plan, opts); diff != "" {
 		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
 	}
@@ -182,27 +186,103 @@ func TestPhaseKeysSeeChanges(t *testing.T) {
 	}
 }
 
-// TestPhaseKeysRacy: keys computed while an input is racy (modified
-// within the racy window of the computation) are not remembered.
+// TestPhaseKeysRacy: keys computed while inputs are racy (modified
+// within the racy window of the computation) are remembered with those
+// inputs, and the next run takes them from the memory after hashing those
+// inputs alone again: the run after an edit is a no-op.
 func TestPhaseKeysRacy(t *testing.T) {
-	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
-	// Every input's mtime is an hour ahead, so it is racy throughout:
-	// files merely written just now turn calm once the run takes longer
-	// than the racy window (50 ms), which a loaded machine exceeds, and
-	// the test failed then.
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "lib/n.py": "n\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "lib/n.py", "tool.sh", "x.cfg")
+	// These inputs' mtimes are an hour ahead, so they are racy
+	// throughout: files merely written just now turn calm once the run
+	// takes longer than the racy window (50 ms), which a loaded machine
+	// exceeds, and the test would pass without remembering anything.
 	soon := time.Now().Add(time.Hour)
-	for _, n := range []string{"in.txt", "lib/m.py", "tool.sh", "x.cfg"} {
+	for _, n := range []string{"in.txt", "lib/m.py"} {
 		if err := os.Chtimes(filepath.Join(s.dir, n), soon, soon); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s.run(t, RunOptions{})
 	e := s.engine(t)
-	if _, err := e.Plan(PlanOptions{}); err != nil {
+	plan, err := e.Plan(PlanOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := e.phaseKeys.Hits(); n != 0 {
-		t.Errorf("%d keys remembered from racy inputs were used", n)
+	for _, d := range plan.Decisions {
+		if d.Action != ActionCached {
+			t.Errorf("phase %s: %s %v, want cached", d.Phase, d.Action, d.Reasons)
+		}
+	}
+	if got := e.phaseKeys.Hits(); got != 2 {
+		t.Errorf("phase-key memory answered %d phases, want 2", got)
+	}
+	_, _, racy, _ := e.phaseKeys.Entry("a")
+	var paths []string
+	for _, r := range racy {
+		paths = append(paths, r.Path)
+	}
+	if diff := cmp.Diff([]string{"in.txt", "lib/m.py"}, paths); diff != "" {
+		t.Errorf("racy inputs remembered for phase a (-want +got):\n%s", diff)
+	}
+}
+
+// TestPhaseKeysRacyEditSeen: an input racy when its phase's key was
+// remembered, edited afterwards within the same timestamp tick (so it
+// keeps its stat: size, mtime, ctime, inode and mode), is hashed again and
+// its edit seen, though the fingerprint is unchanged and the digest memory
+// holds the old content for that stat.
+func TestPhaseKeysRacyEditSeen(t *testing.T) {
+	s := newSetup(t, map[string]string{"experiment.hcl": phaseKeysSpec, "in.txt": "x\n", "lib/m.py": "m\n", "tool.sh": "t\n", "x.cfg": "c\n"})
+	calmFiles(t, s.dir, "lib/m.py", "tool.sh", "x.cfg")
+	soon := time.Now().Add(time.Hour) // racy throughout (see TestPhaseKeysRacy)
+	must(t, os.Chtimes(filepath.Join(s.dir, "in.txt"), soon, soon))
+	s.run(t, RunOptions{})
+	e := s.engine(t)
+	fp, key, racy, ok := e.phaseKeys.Entry("a")
+	if !ok || len(racy) != 1 || racy[0].Path != "in.txt" {
+		t.Fatalf("phase a remembered: %v, racy inputs %+v; want in.txt racy", ok, racy)
+	}
+	// The edit, as a filesystem whose timestamp tick is longer than the
+	// time since the run would leave it: same size, new content, and a
+	// stat no different from the one remembered. A real filesystem gives
+	// it another ctime, so the memories are made to say what they would
+	// say then: the fingerprint of the edited inputs, and the old digest
+	// for the stat in.txt now has, recorded within the tick.
+	must(t, os.WriteFile(filepath.Join(s.dir, "in.txt"), []byte("y\n"), 0o644))
+	must(t, os.Chtimes(filepath.Join(s.dir, "in.txt"), soon, soon))
+	g, err := e.gather(e.spec.Phase("a"), nil)
+	must(t, err)
+	fp = e.fingerprint(g)
+	st, err := workspace.StatPath(filepath.Join(s.dir, "in.txt"))
+	must(t, err)
+	racy[0].Stat = st
+	e.phaseKeys.Record("a", fp, key, racy)
+	e.mem.Record("in.txt", st, racy[0].Digest, time.Now())
+
+	plan, err := e.Plan(PlanOptions{})
+	must(t, err)
+	full := s.engine(t)
+	full.phaseKeys = nil
+	want, err := full.Plan(PlanOptions{})
+	must(t, err)
+	type decided struct {
+		Action  Action
+		Reasons []string
+		Key     string
+	}
+	got, wantA := decided{}, decided{Action: ActionRun, Reasons: []string{"input in.txt changed"}}
+	for i, d := range plan.Decisions {
+		if d.Phase == "a" {
+			got = decided{d.Action, d.Reasons, d.Key}
+			wantA.Key = want.Decisions[i].Key
+		}
+	}
+	if diff := cmp.Diff(wantA, got); diff != "" {
+		t.Errorf("phase a after a same-tick edit of its racy input (-want +got):\n%s", diff)
+	}
+	if e.phaseKeys.Hits() != 0 { // b's key waits for a
+		t.Errorf("phase-key memory answered %d phases, want none", e.phaseKeys.Hits())
 	}
 }
 
@@ -229,10 +309,10 @@ phase "c" {
 			t.Errorf("phase %s: %s %v, want cached", d.Phase, d.Action, d.Reasons)
 		}
 	}
-	if _, _, ok := e.phaseKeys.Entry("c"); ok {
+	if _, _, _, ok := e.phaseKeys.Entry("c"); ok {
 		t.Errorf("phase c, without input files, is in the phase-key memory")
 	}
-	if _, _, ok := e.phaseKeys.Entry("b"); !ok {
+	if _, _, _, ok := e.phaseKeys.Entry("b"); !ok {
 		t.Errorf("phase b, with input files, is not in the phase-key memory")
 	}
 	if got := e.phaseKeys.Hits(); got != 2 {
@@ -274,12 +354,12 @@ phase "f" {
 	}
 	opts := PlanOptions{Gates: runrec.Gates{Force: []string{"e"}}}
 	mem := s.engine(t)
-	_, bKey, ok := mem.phaseKeys.Entry("b")
+	_, bKey, _, ok := mem.phaseKeys.Entry("b")
 	if !ok {
 		t.Fatal("phase b is not in the phase-key memory")
 	}
 	for _, addr := range []string{"c", "d", "e", "f"} {
-		mem.phaseKeys.Record(addr, [32]byte{9}, bKey) // a key with an entry, not theirs
+		mem.phaseKeys.Record(addr, [32]byte{9}, bKey, nil) // a key with an entry, not theirs
 	}
 	plan, err := mem.Plan(opts)
 	if err != nil {
@@ -291,7 +371,7 @@ phase "f" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmpOpts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry"), cmpopts.EquateEmpty()}
+	cmpOpts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen"), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(want, plan, cmpOpts); diff != "" {
 		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
 	}
@@ -325,8 +405,8 @@ func TestPhaseKeysStaleEntry(t *testing.T) {
 	calmFiles(t, s.dir, "in.txt", "lib/m.py", "tool.sh", "x.cfg")
 	s.run(t, RunOptions{})
 	e := s.engine(t)
-	fp, _, _ := e.phaseKeys.Entry("b")
-	e.phaseKeys.Record("b", fp, cache.ActionID{1})
+	fp, _, _, _ := e.phaseKeys.Entry("b")
+	e.phaseKeys.Record("b", fp, cache.ActionID{1}, nil)
 	plan, err := e.Plan(PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -336,7 +416,7 @@ func TestPhaseKeysStaleEntry(t *testing.T) {
 			t.Errorf("phase %s: %s %v, want cached", d.Phase, d.Action, d.Reasons)
 		}
 	}
-	if _, got, _ := e.phaseKeys.Entry("b"); got == (cache.ActionID{1}) {
+	if _, got, _, _ := e.phaseKeys.Entry("b"); got == (cache.ActionID{1}) {
 		t.Errorf("stale key kept")
 	}
 }
@@ -385,5 +465,63 @@ phase "a" {
 		if got := e.phaseKeys.Hits(); got != 1 {
 			t.Fatalf("plan %d: phase-key memory answered %d phases, want 1", i, got)
 		}
+	}
+}
+
+// TestRacyInputsListed: what a key is remembered with: the inputs racy
+// when it was computed, each with the digest its component holds; nothing
+// (the key is not remembered) when that digest cannot be read back or too
+// many inputs are racy.
+func TestRacyInputsListed(t *testing.T) {
+	const now = int64(1_800_000_000_123_456_789)
+	calm := workspace.FileStat{Size: 1, MTime: now - 3600e9, CTime: now - 3600e9, Ino: 1, Mode: 0o644}
+	racy := workspace.FileStat{Size: 1, MTime: now - 1e6, CTime: now - 1e6, Ino: 2, Mode: 0o755}
+	d := cache.HashBytes([]byte("x"))
+	input := func(rel, value string) cache.Component {
+		return cache.Component{Kind: kindInput, Name: rel, Value: value}
+	}
+	type racyCase struct {
+		name  string
+		fpOK  bool
+		files []inputs.File
+		comps []cache.Component
+		want  []memories.RacyInput
+		none  bool // not remembered at all
+	}
+	many := func(name string, n int) racyCase {
+		c := racyCase{name: name, fpOK: true, none: n > maxRacy}
+		for i := range n {
+			rel := fmt.Sprintf("f%04d", i)
+			c.files = append(c.files, inputs.File{Rel: rel, St: racy})
+			c.comps = append(c.comps, input(rel, fileValue(d, racy.Mode)))
+			c.want = append(c.want, memories.RacyInput{Path: rel, Stat: racy, Digest: d})
+		}
+		return c
+	}
+	tests := []racyCase{
+		{"all calm", true, []inputs.File{{Rel: "a", St: calm}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, false},
+		{"one racy", true,
+			[]inputs.File{{Rel: "a", St: calm}, {Rel: "b", St: racy}},
+			[]cache.Component{{Kind: kindCommand, Value: "[]"}, input("a", fileValue(d, calm.Mode)), input("b", fileValue(d, racy.Mode))},
+			[]memories.RacyInput{{Path: "b", Stat: racy, Digest: d}}, false},
+		{"racy input's value redacted", true, []inputs.File{{Rel: "b", St: racy}}, []cache.Component{input("b", "x:(sensitive 0123)")}, nil, true},
+		{"racy input's name redacted", true, []inputs.File{{Rel: "b", St: racy}}, []cache.Component{input("(sensitive 0123)", fileValue(d, racy.Mode))}, nil, true},
+		{"no fingerprint", false, []inputs.File{{Rel: "a", St: calm}}, []cache.Component{input("a", fileValue(d, calm.Mode))}, nil, true},
+	}
+	tests = append(tests, many("as many racy as listed at most", maxRacy), many("one racy too many", maxRacy+1))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k := keying{began: now, fpOK: tt.fpOK, g: &gathered{Files: tt.files}, comps: tt.comps}
+			seen := k.racyInputs()
+			if (seen == nil) != tt.none {
+				t.Fatalf("remembered: %v, want %v", seen != nil, !tt.none)
+			}
+			if seen == nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, seen.racy, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("racy inputs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -14,10 +14,13 @@ import (
 // restored to everyone with the old content, from a shared or remote
 // cache too. So once the command has ended, the inputs are checked again
 // (Bazel's guard against concurrent changes does the same before it
-// uploads): their components are computed as the key's were, by the same
-// expansion of directories and globs and through the digest memory, so an
-// unchanged input costs a stat and a lookup and only one whose stat moved
-// is read.
+// uploads): they are expanded again as the key's were (directories,
+// globs) and their stats compared with those the key was made from, by
+// the fingerprint; the inputs that were racy then are hashed again. An
+// input calm then and edited since has another stat (the racy rule), so
+// when all is the same, nothing changed. Otherwise (or when the
+// fingerprint is unknown) their components are computed again, through
+// the digest memory, to name what changed.
 //
 // A changed input does not fail the phase: its command succeeded, and its
 // outputs are in the workspace, as make would leave them. They are not
@@ -32,6 +35,11 @@ import (
 // nil when they are the same. up holds the upstream output trees d was
 // decided with.
 func (e *Engine) inputsChanged(p *spec.Phase, d *Decision, up map[string][]cache.OutputFile) []string {
+	if d.seen != nil {
+		if g, err := e.gather(p, up); err == nil && e.fingerprint(g) == d.seen.fp && e.sameContent(d.seen.racy) {
+			return nil
+		}
+	}
 	comps, err := e.components(p, up)
 	if err != nil {
 		var missing *MissingInputError

@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // TestInputsChanged checks what inputsChanged says after each kind of edit
@@ -80,6 +83,60 @@ phase "p" {
 			tt.edit(t, s.dir)
 			got := e.inputsChanged(p, d, nil)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("inputsChanged (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestInputsChangedSameStat: an input racy when its phase was decided,
+// edited during the command within the same timestamp tick (so with the
+// stat it had: the fingerprint of the inputs is the same), is hashed again
+// and its edit reported; the inputs' stats alone vouch for the others.
+func TestInputsChangedSameStat(t *testing.T) {
+	const specText = `
+phase "p" {
+  command = "write out.txt x"
+  inputs  = ["in.txt", "data/"]
+  outputs = ["out.txt"]
+}
+`
+	tests := []struct {
+		name    string
+		content string
+		want    []string
+	}{
+		{"same bytes", "in\n", nil},
+		{"edited, same size", "IN\n", []string{"input in.txt changed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSetup(t, map[string]string{"experiment.hcl": specText, "in.txt": "in\n", "data/a.txt": "a\n"})
+			calmFiles(t, s.dir, "data/a.txt")
+			in := filepath.Join(s.dir, "in.txt")
+			soon := time.Now().Add(time.Hour) // racy throughout
+			must(t, os.Chtimes(in, soon, soon))
+			e := s.engine(t)
+			p := e.spec.Phase("p")
+			d, err := e.decide(p, nil, false)
+			must(t, err)
+			if d.seen == nil || len(d.seen.racy) != 1 {
+				t.Fatalf("decision saw %+v, want in.txt racy", d.seen)
+			}
+			must(t, os.WriteFile(in, []byte(tt.content), 0o644))
+			must(t, os.Chtimes(in, soon, soon))
+			// What a filesystem of a coarse tick would show: in.txt with
+			// the stat it had at the decision, and the digest memory
+			// holding the old content for that stat (recorded within
+			// the tick).
+			st, err := workspace.StatPath(in)
+			must(t, err)
+			g, err := e.gather(p, nil)
+			must(t, err)
+			d.seen.fp = e.fingerprint(g)
+			d.seen.racy[0].Stat = st
+			e.mem.Record("in.txt", st, d.seen.racy[0].Digest, time.Now())
+			if diff := cmp.Diff(tt.want, e.inputsChanged(p, d, nil)); diff != "" {
 				t.Errorf("inputsChanged (-want +got):\n%s", diff)
 			}
 		})

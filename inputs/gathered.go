@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/workspace"
 )
 
 // Gathered is what a phase's key is computed from, before any input file
@@ -69,16 +68,4 @@ func (g *Gathered) Fingerprint(tokens []string) (fp [sha256.Size]byte) {
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
-}
-
-// Calm reports whether every input of g was last modified (its mtime and
-// its ctime) clearly before began (the racy rule): no edit made after
-// began can have left an input with the stat g holds.
-func (g *Gathered) Calm(began int64) bool {
-	for _, f := range g.Files {
-		if workspace.RacyAt(f.St, began) {
-			return false
-		}
-	}
-	return true
 }

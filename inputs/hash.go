@@ -21,8 +21,9 @@ func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, mod
 	// spread the ones to read over the cores (phases are decided side by
 	// side already, so goroutines for lookups are pure overhead).
 	todo, size := make([]int, 0, len(files)), int64(0)
+	mem := f.Mem.Cursor() // files are sorted by path, as the memory is
 	for i, file := range files {
-		if d, ok := f.Mem.Lookup(file.Rel, file.St); ok {
+		if d, ok := mem.Lookup(file.Rel, file.St); ok {
 			digests[i], modes[i] = d, file.St.Mode
 			continue
 		}

@@ -13,12 +13,18 @@ import (
 	"github.com/cairn-run/cairn/cache"
 )
 
-// The component kinds Show renders specially (the engine's names for
-// them).
+// The component kinds of a phase key (the engine makes them; Show and
+// Reasons render some specially).
 const (
 	KindCommand  = "command"
+	KindWorkdir  = "workdir"
+	KindEnv      = "env"
+	KindParam    = "param"
+	KindOutput   = cache.KindOutput
 	KindInput    = "input"
 	KindUpstream = "upstream"
+	KindBudget   = "budget"
+	KindEnvFn    = "env()"
 )
 
 // Field is one key component, as it is now and as it was.

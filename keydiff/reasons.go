@@ -7,18 +7,8 @@ import (
 	"github.com/cairn-run/cairn/cache"
 )
 
-// The other component kinds Reasons names (the engine's names for them).
-const (
-	KindWorkdir = "workdir"
-	KindEnv     = "env"
-	KindParam   = "param"
-	KindOutput  = cache.KindOutput
-	KindBudget  = "budget"
-	KindEnvFn   = "env()"
-)
-
-// Reasons describes, one line each, how the components cur differ
-// from prev. It is the single place that turns key components into
+// Reasons describes, one line each, how the components cur differ from
+// prev (producer names the phase of each upstream output path). It is the single place that turns key components into
 // reasons, so an explanation cannot drift from what is hashed.
 func Reasons(prev, cur []cache.Component, producer map[string]string) []string {
 	type nk struct{ kind, name string }
@@ -119,9 +109,9 @@ func Reasons(prev, cur []cache.Component, producer map[string]string) []string {
 	return reasons
 }
 
-// MaskReasons hides the values of sensitive variables in text meant
-// for people (reasons shown by plan and run).
-func MaskReasons(lines []string, sensitive []string) []string {
+// Mask hides the sensitive values in lines of text meant for people
+// (reasons shown by plan and run).
+func Mask(lines []string, sensitive []string) []string {
 	if len(sensitive) == 0 {
 		return lines
 	}

@@ -41,10 +41,10 @@ type Memory struct {
 	dirty   bool
 }
 
-// memFile is a loaded memory's records, kept in place and found by binary
-// search (the file is sorted by path): a no-op run looks up a few of
-// them, and building a map of every input of the workspace was a tenth of
-// its start.
+// memFile is a loaded memory's records, kept in place and found by
+// search (the file is sorted by path, and so are a phase's inputs: see
+// Cursor). Building a map of every input of the workspace was a tenth of a
+// no-op's start, and saving through one most of an edit run's save.
 type memFile struct {
 	recs []string // each record, path first
 }
@@ -75,19 +75,6 @@ func LoadMemory(path string) *Memory {
 // path, digest, size, mtime, ctime, inode, mode and when it was hashed,
 // sorted by path. A file cut short, damaged or out of order fails and is
 // dropped whole rather than half used.
-
-// parseMemory reads every entry of the memory file data.
-func parseMemory(data []byte) (map[string]memEntry, error) {
-	r, err := digestsFormat.Open(data)
-	if err != nil {
-		return nil, err
-	}
-	f, err := indexMemory(r)
-	if err != nil {
-		return nil, err
-	}
-	return f.all(), nil
-}
 
 // indexMemory checks every record of r and keeps it in place.
 func indexMemory(r *hint.Reader) (memFile, error) {
@@ -131,7 +118,29 @@ func recPath(rec string) string {
 
 // find returns the entry of path.
 func (f memFile) find(path string) (memEntry, bool) {
-	i := sort.Search(len(f.recs), func(i int) bool { return recPath(f.recs[i]) >= path })
+	at := 0
+	return f.seek(&at, path)
+}
+
+// seek returns the entry of path, searching from *at, and leaves *at at
+// the first record not below path. Paths looked up in ascending order
+// then cost a step or two each (a merge join) rather than a binary search
+// over the whole file; a path below the last one searches it all.
+func (f memFile) seek(at *int, path string) (memEntry, bool) {
+	lo := *at
+	if lo > len(f.recs) || lo > 0 && recPath(f.recs[lo-1]) >= path {
+		lo = 0
+	}
+	// Gallop to a record not below path, then search the last stride.
+	hi, step := lo, 1
+	for hi < len(f.recs) && recPath(f.recs[hi]) < path {
+		lo = hi + 1
+		hi += step
+		step *= 2
+	}
+	hi = min(hi, len(f.recs))
+	i := lo + sort.Search(hi-lo, func(j int) bool { return recPath(f.recs[lo+j]) >= path })
+	*at = i
 	if i == len(f.recs) {
 		return memEntry{}, false
 	}
@@ -139,26 +148,44 @@ func (f memFile) find(path string) (memEntry, bool) {
 	return e, p == path
 }
 
-// all returns every entry.
-func (f memFile) all() map[string]memEntry {
-	out := make(map[string]memEntry, len(f.recs))
-	for _, rec := range f.recs {
-		p, e := readMemEntry(hint.NewReader(rec))
-		out[p] = e
-	}
-	return out
-}
-
-func encodeMemory(entries map[string]memEntry) []byte {
-	keys := make([]string, 0, len(entries))
-	for k := range entries {
+// merged returns the memory's file: the loaded records, copied as they
+// are, merged by path with those recorded by this process, which replace
+// any loaded record of the same path. Records of files no longer in the
+// workspace are kept: telling them from files outside this run's targets
+// would cost a stat each, and a record is a hundred bytes of a hint
+// (deleting the file drops them all, at the price of hashing again).
+func (m *Memory) merged() []byte {
+	keys := make([]string, 0, len(m.entries))
+	for k := range m.entries {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	w := digestsFormat.Writer(len(keys) * 96)
-	w.Len(len(keys))
+	recs := m.file.recs
+	n, size, at := len(recs)+len(keys), 0, 0
+	for _, rec := range recs {
+		size += len(rec)
+	}
 	for _, k := range keys {
-		writeMemEntry(w, k, entries[k])
+		if _, ok := m.file.seek(&at, k); ok {
+			n--
+		}
+	}
+	w := digestsFormat.Writer(size + len(keys)*96)
+	w.Len(n)
+	i := 0
+	for _, k := range keys {
+		j := i
+		_, found := m.file.seek(&j, k)
+		for _, rec := range recs[i:j] {
+			w.B = append(w.B, rec...)
+		}
+		writeMemEntry(w, k, m.entries[k])
+		if i = j; found {
+			i++
+		}
+	}
+	for _, rec := range recs[i:] {
+		w.B = append(w.B, rec...)
 	}
 	return w.Finish()
 }
@@ -178,12 +205,43 @@ func writeMemEntry(w *hint.Writer, path string, e memEntry) {
 // Lookup returns the remembered digest of the file at key if st still
 // matches and the entry is not racy.
 func (m *Memory) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
-	m.mu.Lock()
-	e, ok := m.entries[key]
-	m.mu.Unlock()
+	e, ok := m.recordedEntry(key)
 	if !ok {
 		e, ok = m.file.find(key) // never changed once loaded
 	}
+	return e.check(ok, st)
+}
+
+// Cursor returns a Cursor over m.
+func (m *Memory) Cursor() *Cursor { return &Cursor{m: m} }
+
+// A Cursor is Lookup for files looked up in path order (a phase's inputs
+// are sorted), as the memory file is: each lookup resumes where the last
+// one ended. It is for one goroutine.
+type Cursor struct {
+	m  *Memory
+	at int
+}
+
+// Lookup is Memory.Lookup.
+func (c *Cursor) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
+	e, ok := c.m.recordedEntry(key)
+	if !ok {
+		e, ok = c.m.file.seek(&c.at, key)
+	}
+	return e.check(ok, st)
+}
+
+func (m *Memory) recordedEntry(key string) (memEntry, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	return e, ok
+}
+
+// check returns e's digest if e (found: ok) is of a file of stat st and
+// not racy.
+func (e memEntry) check(ok bool, st workspace.FileStat) (cache.Digest, bool) {
 	if !ok || e.size != st.Size || e.mtime != st.MTime || e.ctime != st.CTime || e.ino != st.Ino || e.mode != uint32(st.Mode) {
 		return cache.Digest{}, false
 	}
@@ -271,11 +329,7 @@ func (m *Memory) Save() error {
 	if !m.dirty {
 		return nil
 	}
-	all := m.file.all()
-	for k, e := range m.entries {
-		all[k] = e
-	}
-	if err := cache.NoSpace(digestsFormat.Save(m.path, encodeMemory(all), 0o644), filepath.Dir(m.path)); err != nil {
+	if err := cache.NoSpace(digestsFormat.Save(m.path, m.merged(), 0o644), filepath.Dir(m.path)); err != nil {
 		return err
 	}
 	m.dirty = false

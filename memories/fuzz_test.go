@@ -1,8 +1,10 @@
 package memories
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,10 +80,35 @@ func FuzzDigestsMemory(f *testing.F) {
 				t.Fatalf("find(%q) = %+v, %v; parsed %+v", path, got, ok, want)
 			}
 		}
-		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, entries: entries, dirty: true}
+		// Found in path order by a cursor, each entry is the one parsed.
+		paths := slices.Sorted(maps.Keys(entries))
+		at := 0
+		for _, path := range paths {
+			if got, ok := f.seek(&at, path); !ok || got != entries[path] {
+				t.Fatalf("seek(%q) in order = %+v, %v; parsed %+v", path, got, ok, entries[path])
+			}
+		}
+		// Saved over the loaded file, every other entry recorded anew and
+		// one path added after each: the file then holds the union, the
+		// new entries winning.
+		want := maps.Clone(entries)
+		recorded := map[string]memEntry{}
+		for i, path := range paths {
+			if i%2 == 0 {
+				e := entries[path]
+				e.recorded++
+				recorded[path], want[path] = e, e
+			}
+			if _, ok := entries[path+"\x00"]; !ok && i%3 == 0 {
+				e := memEntry{size: int64(i)}
+				recorded[path+"\x00"], want[path+"\x00"] = e, e
+			}
+		}
+		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, file: f, entries: recorded, dirty: true}
 		if err := m.Save(); err != nil {
 			t.Fatal(err)
 		}
+		entries = want
 		saved, err := os.ReadFile(m.path)
 		if err != nil {
 			t.Fatal(err)

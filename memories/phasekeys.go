@@ -3,16 +3,18 @@ package memories
 import (
 	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // phaseKeysFormat is the phase-key memory file's.
-var phaseKeysFormat = hint.NewFormat("phase-keys", 2, "ws")
+var phaseKeysFormat = hint.NewFormat("phase-keys", 3, "ws")
 
 // PhaseKeys remembers, per phase, the key a full computation gave and a
 // fingerprint of everything it was computed from, with the input files
@@ -23,11 +25,16 @@ var phaseKeysFormat = hint.NewFormat("phase-keys", 2, "ws")
 // hint file of the workspace (.cairn/phasekeys): a lost or damaged one
 // costs one full computation per phase, nothing else.
 //
-// A key is remembered only when every input's mtime and ctime lie clearly
-// before the computation began (git's "racy" rule, as for the digest memory): a
-// file edited afterwards within the same timestamp tick would otherwise
-// keep its stat and hide the change. The file names the cairn build that
-// wrote it; another build (whose key computation may differ) ignores it.
+// An input whose mtime or ctime does not lie clearly before the
+// computation began (git's "racy" rule, as for the digest memory) may
+// have been edited again within the same timestamp tick, keeping its stat:
+// its stat does not vouch for its content. The key is remembered with
+// such inputs listed (path, stat, and the digest the key holds), and a
+// lookup answers only if each still has that content (git re-reads its
+// racy index entries the same way): the run right after an edit is a
+// no-op that reads only the edited file again. The file names the cairn
+// build that wrote it; another build (whose key computation may differ)
+// ignores it.
 type PhaseKeys struct {
 	path string
 
@@ -40,8 +47,17 @@ type PhaseKeys struct {
 }
 
 type phaseKey struct {
-	fp  [sha256.Size]byte
-	key cache.ActionID
+	fp   [sha256.Size]byte
+	key  cache.ActionID
+	racy []RacyInput
+}
+
+// RacyInput is an input file that was racy when a key was computed: its
+// path, its stat, and the digest of the content the key holds.
+type RacyInput struct {
+	Path   string
+	Stat   workspace.FileStat
+	Digest cache.Digest
 }
 
 // LoadPhaseKeys reads the memory at path; a missing, damaged or foreign
@@ -59,7 +75,9 @@ func LoadPhaseKeys(path string) *PhaseKeys {
 }
 
 // The file (package hint) holds the build that wrote it, the entry
-// count, then per entry the phase address, the fingerprint and the key.
+// count, then per entry the phase address, the fingerprint, the key and
+// the racy inputs (count, then path, size, mtime, ctime, inode, mode and
+// digest of each).
 
 func readPhaseKeys(r *hint.Reader, build string) (map[string]phaseKey, error) {
 	if r.Str() != build {
@@ -72,6 +90,15 @@ func readPhaseKeys(r *hint.Reader, build string) (map[string]phaseKey, error) {
 		var pk phaseKey
 		r.Fixed(pk.fp[:])
 		r.Fixed(pk.key[:])
+		if nr := r.Len(); nr > 0 {
+			pk.racy = make([]RacyInput, nr)
+			for j := range pk.racy {
+				ri := &pk.racy[j]
+				ri.Path = r.Str()
+				ri.Stat = workspace.FileStat{Size: r.Int(), MTime: r.Int(), CTime: r.Int(), Ino: r.Uint(), Mode: fs.FileMode(r.Uint())}
+				r.Fixed(ri.Digest[:])
+			}
+		}
 		entries[addr] = pk
 	}
 	if err := r.Err(); err != nil {
@@ -94,33 +121,47 @@ func encodePhaseKeys(entries map[string]phaseKey, build string) []byte {
 		w.Str(a)
 		w.Fixed(pk.fp[:])
 		w.Fixed(pk.key[:])
+		w.Len(len(pk.racy))
+		for _, ri := range pk.racy {
+			w.Str(ri.Path)
+			st := ri.Stat
+			w.Int(st.Size)
+			w.Int(st.MTime)
+			w.Int(st.CTime)
+			w.Uint(st.Ino)
+			w.Uint(uint64(st.Mode))
+			w.Fixed(ri.Digest[:])
+		}
 	}
 	return w.Finish()
 }
 
 // Lookup returns the key remembered for phase addr if it was computed
-// from fingerprint fp.
-func (pk *PhaseKeys) Lookup(addr string, fp [sha256.Size]byte) (cache.ActionID, bool) {
+// from fingerprint fp and same(racy) holds of its racy inputs (same
+// reports that each still has the digest listed; it is not called with
+// the memory locked, and not at all when there are none).
+func (pk *PhaseKeys) Lookup(addr string, fp [sha256.Size]byte, same func([]RacyInput) bool) (cache.ActionID, []RacyInput, bool) {
 	pk.mu.Lock()
-	defer pk.mu.Unlock()
 	pk.used[addr] = true
 	e, ok := pk.entries[addr]
-	if !ok || e.fp != fp {
-		return cache.ActionID{}, false
+	pk.mu.Unlock()
+	if !ok || e.fp != fp || len(e.racy) > 0 && !same(e.racy) {
+		return cache.ActionID{}, nil, false
 	}
 	pk.hits.Add(1)
-	return e.key, true
+	return e.key, e.racy, true
 }
 
-// Record remembers key as computed for phase addr from fingerprint fp.
-func (pk *PhaseKeys) Record(addr string, fp [sha256.Size]byte, key cache.ActionID) {
+// Record remembers key as computed for phase addr from fingerprint fp,
+// with the inputs that were racy then.
+func (pk *PhaseKeys) Record(addr string, fp [sha256.Size]byte, key cache.ActionID, racy []RacyInput) {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	pk.used[addr] = true
-	if e, ok := pk.entries[addr]; ok && e.fp == fp && e.key == key {
+	if e, ok := pk.entries[addr]; ok && e.fp == fp && e.key == key && slices.Equal(e.racy, racy) {
 		return
 	}
-	pk.entries[addr] = phaseKey{fp: fp, key: key}
+	pk.entries[addr] = phaseKey{fp: fp, key: key, racy: racy}
 	pk.dirty = true
 }
 
@@ -162,9 +203,9 @@ func (pk *PhaseKeys) Save() error {
 func (pk *PhaseKeys) Hits() int64 { return pk.hits.Load() }
 
 // Entry returns what is remembered for phase addr.
-func (pk *PhaseKeys) Entry(addr string) (fp [sha256.Size]byte, key cache.ActionID, ok bool) {
+func (pk *PhaseKeys) Entry(addr string) (fp [sha256.Size]byte, key cache.ActionID, racy []RacyInput, ok bool) {
 	pk.mu.Lock()
 	defer pk.mu.Unlock()
 	e, ok := pk.entries[addr]
-	return e.fp, e.key, ok
+	return e.fp, e.key, e.racy, ok
 }

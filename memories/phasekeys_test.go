@@ -10,6 +10,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // TestPhaseKeysFileDamage: a damaged, truncated or foreign file is an
@@ -17,7 +18,8 @@ import (
 func TestPhaseKeysFileDamage(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "phasekeys")
-	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}}}
+	racy := []RacyInput{{Path: "data/new.csv", Stat: workspace.FileStat{Size: 5, MTime: 1700000000123456789, CTime: 1700000000123456789, Ino: 42, Mode: 0o755}, Digest: cache.Digest{7}}}
+	entries := map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}, "b[\"x\"]": {fp: [32]byte{3}, key: cache.ActionID{4}, racy: racy}}
 	good := encodePhaseKeys(entries, hint.ExeID())
 	if err := os.WriteFile(p, good, 0o644); err != nil {
 		t.Fatal(err)
@@ -43,7 +45,7 @@ func TestPhaseKeysFileDamage(t *testing.T) {
 // FuzzPhaseKeys feeds the decoder damaged files; with fixSum the input
 // gets a valid checksum so the fuzzer reaches the records.
 func FuzzPhaseKeys(f *testing.F) {
-	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}}}, "build")
+	good := encodePhaseKeys(map[string]phaseKey{"a": {fp: [32]byte{1}, key: cache.ActionID{2}, racy: []RacyInput{{Path: "in.txt", Stat: workspace.FileStat{Size: 3, MTime: -1, Mode: 0o644}}}}}, "build")
 	f.Add(good, false)
 	f.Add(good[:len(good)-hint.TrailerSize], true)
 	f.Add([]byte(phaseKeysFormat.Header()), true)
@@ -71,4 +73,46 @@ func FuzzPhaseKeys(f *testing.F) {
 			t.Errorf("round trip changed the memory (-first +second):\n%s", diff)
 		}
 	})
+}
+
+// TestPhaseKeysRacyLookup: a key remembered with racy inputs answers only
+// when they still have the content listed (same says so), is asked of
+// them alone, and survives a save.
+func TestPhaseKeysRacyLookup(t *testing.T) {
+	racy := []RacyInput{{Path: "in.txt", Stat: workspace.FileStat{Size: 3, MTime: 5, CTime: 5, Ino: 9, Mode: 0o644}, Digest: cache.Digest{1}}}
+	type result struct {
+		Key   cache.ActionID
+		OK    bool
+		Asked []RacyInput
+	}
+	tests := []struct {
+		name string
+		racy []RacyInput
+		fp   [32]byte
+		same bool
+		want result
+	}{
+		{"calm inputs: no question", nil, [32]byte{1}, false, result{Key: cache.ActionID{2}, OK: true}},
+		{"racy inputs unchanged", racy, [32]byte{1}, true, result{Key: cache.ActionID{2}, OK: true, Asked: racy}},
+		{"racy input changed", racy, [32]byte{1}, false, result{Asked: racy}},
+		{"other fingerprint: no question", racy, [32]byte{3}, true, result{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "phasekeys")
+			pk := LoadPhaseKeys(p)
+			pk.Record("a", [32]byte{1}, cache.ActionID{2}, tt.racy)
+			if err := pk.Save(); err != nil {
+				t.Fatal(err)
+			}
+			var got result
+			got.Key, _, got.OK = LoadPhaseKeys(p).Lookup("a", tt.fp, func(r []RacyInput) bool {
+				got.Asked = append(got.Asked, r...)
+				return tt.same
+			})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("lookup (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -1,0 +1,86 @@
+package memories
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/workspace"
+)
+
+// benchMemory saves a digest memory of n files laid out as a directory
+// input of n files in 200 directories, and returns its path, the paths
+// (sorted) and their stats.
+func benchMemory(b *testing.B, n int) (string, []string, []workspace.FileStat) {
+	b.Helper()
+	paths := make([]string, n)
+	stats := make([]workspace.FileStat, n)
+	entries := make(map[string]memEntry, n)
+	old := time.Now().Add(-time.Hour).UnixNano()
+	for i := range n {
+		paths[i] = fmt.Sprintf("in/d%04d/f%07d", i*200/n, i)
+		stats[i] = workspace.FileStat{Size: 1024, MTime: old + int64(i), CTime: old + int64(i), Ino: uint64(1000 + i), Mode: 0o644}
+		st := stats[i]
+		entries[paths[i]] = memEntry{digest: cache.HashBytes([]byte(paths[i])), size: st.Size, mtime: st.MTime, ctime: st.CTime, ino: st.Ino, mode: uint32(st.Mode), recorded: old + int64(time.Minute)}
+	}
+	p := filepath.Join(b.TempDir(), "digests")
+	m := &Memory{path: p, now: time.Now, entries: entries, dirty: true}
+	if err := m.Save(); err != nil {
+		b.Fatal(err)
+	}
+	return p, paths, stats
+}
+
+// BenchmarkDigestsLookup200k: a no-op's lookups, every file of a
+// directory input of 200,000 in path order, against a loaded memory.
+func BenchmarkDigestsLookup200k(b *testing.B) {
+	p, paths, stats := benchMemory(b, 200000)
+	m := LoadMemory(p)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c := m.Cursor()
+		for i, path := range paths {
+			if _, ok := c.Lookup(path, stats[i]); !ok {
+				b.Fatalf("%s not found", path)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(paths)), "ns/file")
+}
+
+// BenchmarkDigestsSave200kOneChanged: the save after an edit run, one
+// entry recorded over a loaded memory of 200,000.
+func BenchmarkDigestsSave200kOneChanged(b *testing.B) {
+	p, paths, stats := benchMemory(b, 200000)
+	m := LoadMemory(p)
+	st := stats[len(stats)/2]
+	st.MTime += 1e9
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		m.Record(paths[len(paths)/2], st, cache.HashBytes([]byte{byte(i)}), time.Now())
+		if err := m.Save(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDigestsLookup200kUnordered: the same lookups without a cursor
+// (each a binary search), as a file looked up alone costs.
+func BenchmarkDigestsLookup200kUnordered(b *testing.B) {
+	p, paths, stats := benchMemory(b, 200000)
+	m := LoadMemory(p)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		for i, path := range paths {
+			if _, ok := m.Lookup(path, stats[i]); !ok {
+				b.Fatalf("%s not found", path)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(paths)), "ns/file")
+}
