@@ -6,7 +6,7 @@ DEMO    := examples/quickstart
 # The demo keeps its cache beside the example so it never touches ~/.cache.
 DEMO_CACHE := $(CURDIR)/.demo-cache
 
-.PHONY: build test test-python demo-python test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench clean
+.PHONY: build test test-python demo-python test-race test-long test-short demo demo-budget demo-clean lint fuzz bench-go bench bench-smoke clean
 
 # A static binary (no cgo): it starts sooner than one linked against
 # libc, which a no-op run notices. Group names of a shared cache are then
@@ -81,11 +81,16 @@ fuzz:
 
 # Go benchmarks for the hot paths (hashing, store, restore, keys, planning).
 bench-go:
-	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine ./runrec ./spec ./internal/hclfmt
+	$(GO) test -run='^$$' -bench=. -benchtime=3x ./cache ./dag ./engine ./inputs ./memories ./runrec ./spec ./internal/hclfmt
 
 # cairn side by side with make, ninja, go-task, Turborepo and Snakemake
 # (bench/README.md). Installs missing tools; QUICK=1 for a short run;
 # BENCHFLAGS passes harness flags (e.g. -sizes S,M -tools cairn,ninja).
+# The data workloads at their quick sizes, as a smoke test (CI): exit 1
+# if a cairn run fails or writes other outputs, whatever the figures.
+bench-smoke:
+	$(GO) run ./bench/harness -quick -smoke -sizes F10k,O1k,G64m -tools cairn -scale=false -work $${TMPDIR:-/tmp}/cairn-bench-smoke -results $${TMPDIR:-/tmp}/cairn-bench-smoke-results
+
 bench:
 	$(GO) run ./bench/harness $(if $(filter 1 yes true,$(QUICK)),-quick) $(BENCHFLAGS)
 

@@ -50,6 +50,7 @@ var (
 	long      = flag.Duration("long", 0, "a tool whose probe takes longer than this is not run again (default 60s; quick 5s)")
 	install   = flag.Bool("install", true, "install missing tools (apt-get as root, go install, npm)")
 	scale     = flag.Bool("scale", true, "run cairn's for_each scale test")
+	smoke     = flag.Bool("smoke", false, "exit 1 when a cairn run failed, was not run, or wrote other outputs than the references (for CI; figures are not judged)")
 	shapes    = flag.String("shapes", "cat,prog,script", "command shapes of the phases, each size run once per shape (not Lo, Lqo, Lox, Lqox: copies): cat (cat SRCS | sha256sum > OUT), prog (sha256sum SRCS > OUT), script (sh phase.sh SRCS OUT)")
 )
 
@@ -234,6 +235,25 @@ func main() {
 		runScale(gen)
 	}
 	report(time.Since(start))
+	if *smoke {
+		smokeVerdict()
+	}
+}
+
+// smokeVerdict ends the harness with exit 1 when any cairn result
+// failed: the smoke test checks that every workload runs and writes the
+// right outputs, not how fast.
+func smokeVerdict() {
+	var bad []string
+	for _, r := range all {
+		if strings.HasPrefix(r.Tool, "cairn") && r.Failed != "" {
+			bad = append(bad, fmt.Sprintf("%s %s %s: %s", r.Size, r.Scenario, r.Tool, r.Failed))
+		}
+	}
+	if len(bad) > 0 {
+		fatal("smoke: " + strings.Join(bad, "\n  "))
+	}
+	fmt.Println("smoke: every cairn run succeeded")
 }
 
 // installTools installs what the harness and the tools of -tools need.
