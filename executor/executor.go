@@ -48,6 +48,22 @@ type Executor interface {
 	Run(ctx context.Context, job *Job) (exitCode int, err error)
 }
 
+// Here is implemented by an executor whose commands run on this
+// machine's kernel, on the workspace's own filesystem: every file they
+// write raises this kernel's file events, so a directory watch started
+// before the command vouches for what it did not change. An executor that
+// does not implement it (or says false) is assumed to run elsewhere.
+type Here interface {
+	RunsHere() bool
+}
+
+// RunsHere reports whether x says its commands run on this kernel (see
+// Here).
+func RunsHere(x Executor) bool {
+	h, ok := x.(Here)
+	return ok && h.RunsHere()
+}
+
 // RemoteExecutor is an Executor whose jobs run elsewhere (a cluster) and
 // may outlive the cairn process that submitted them.
 type RemoteExecutor interface {

@@ -36,7 +36,8 @@ func (e *NotRegularError) Error() string {
 // nothing finds nothing, without error. Every file found is stat'ed once,
 // relative to its open directory when walking: that stat is what the
 // digest and phase-key memories compare, so a no-op run needs no other.
-func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File) ([]File, error) {
+// Directories are walked under v's watch when v is not nil.
+func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File, v *Watched) ([]File, error) {
 	add := func(rel string) error {
 		st, err := f.WS.StatRel(rel)
 		if err != nil {
@@ -55,7 +56,8 @@ func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File
 			files = append(files, File{Rel: rel, St: st})
 			return nil
 		}
-		files, err = walkTree(f.WS.Abs(rel), rel, skip, f.Workers, files)
+		v.start()
+		files, err = walkTree(f.WS.Abs(rel), rel, skip, f.Workers, files, v)
 		return err
 	}
 	if !workspace.HasMeta(pattern) {

@@ -39,6 +39,9 @@ type Finder struct {
 	Workers int                    // goroutines walking directories and hashing files
 	Ctx     func() context.Context // hashing stops once it is done
 	Report  any                    // told the hashing's progress if a hashmeter.Sink
+	// Watched, if set, watches the directories Files walks and notes
+	// what the watch does not vouch for (see Watched).
+	Watched *Watched
 }
 
 // UpstreamReads fills upFiles with every file of p's direct upstream
@@ -121,8 +124,17 @@ func (f *Finder) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 			if err == nil && !skip(pattern) {
 				files = append(files, File{Rel: pattern, St: st})
 			}
+			if err != nil {
+				st = workspace.FileStat{}
+			}
+			f.Watched.note(pattern, st)
 		} else {
-			files, err = f.expand(pattern, skip, files)
+			v := f.Watched
+			if !plain {
+				v.sawGlob()
+				v = nil // the glob's listing is not watched: no need to watch its walks
+			}
+			files, err = f.expand(pattern, skip, files, v)
 			var nr *NotRegularError
 			if errors.As(err, &nr) {
 				return nil, workspace.NotRegularInput(p.Addr, pattern, nr.Rel, nr.Mode)

@@ -22,10 +22,11 @@ import (
 // directory and hands its subdirectories to the others; the tree is put
 // in order once every directory is read. Paths are built in chunks shared
 // by many files, so a file costs its File and its path's bytes, no
-// allocation of its own.
-func walkTree(abs, rel string, skip func(string) bool, workers int, files []File) ([]File, error) {
-	root := &dirNode{abs: abs, rel: rel}
-	w := &walker{skip: skip, queue: []*dirNode{root}, pending: 1}
+// allocation of its own. With v, each directory is watched before it is
+// read, and what the watch does not vouch for is noted in v.
+func walkTree(abs, rel string, skip func(string) bool, workers int, files []File, v *Watched) ([]File, error) {
+	root := &dirNode{abs: abs, rel: rel, root: true}
+	w := &walker{skip: skip, v: v, queue: []*dirNode{root}, pending: 1}
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
@@ -43,6 +44,7 @@ func walkTree(abs, rel string, skip func(string) bool, workers int, files []File
 // them each subdirectory's files go.
 type dirNode struct {
 	abs, rel string
+	root     bool // the walk's first directory
 	files    []File
 	kids     []kid
 	err      error // after files and kids: the walk stops there
@@ -72,6 +74,7 @@ func (n *dirNode) flatten(files []File) ([]File, error) {
 // deepest, whose entries' inodes are likely near those just read).
 type walker struct {
 	skip  func(string) bool
+	v     *Watched
 	total atomic.Int64 // files found
 
 	mu      sync.Mutex
@@ -96,7 +99,7 @@ func (w *walker) work() {
 		w.queue = w.queue[:len(w.queue)-1]
 		w.mu.Unlock()
 
-		r.read(n, w.skip)
+		r.read(n, w.skip, w.v)
 		w.total.Add(int64(len(n.files)))
 
 		w.mu.Lock()
@@ -123,14 +126,29 @@ type dirEnt struct {
 	typ    uint8 // DT_*
 }
 
-// read fills n's files and kids, as walkSerial would find them.
-func (r *dirReader) read(n *dirNode, skip func(string) bool) {
+// read fills n's files and kids, as walkSerial would find them, the
+// directory watched by v's watch, if any, before it is read.
+func (r *dirReader) read(n *dirNode, skip func(string) bool, v *Watched) {
 	fd, err := openDir(n.abs)
 	if err != nil {
 		n.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
 		return
 	}
 	defer unix.Close(fd)
+	wa := v.watch()
+	if wa != nil {
+		wa.DirFD(fd, n.abs)
+		if n.root {
+			// The directory opened, not the path stat'ed before: what
+			// the path names later is compared with what was watched.
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				n.err = &fs.PathError{Op: "fstat", Path: n.abs, Err: err}
+				return
+			}
+			v.note(n.rel, workspace.StatOfUnix(&st))
+		}
+	}
 	if err := r.readNames(fd); err != nil {
 		n.err = &fs.PathError{Op: "readdirent", Path: n.abs, Err: err}
 		return
@@ -152,7 +170,7 @@ func (r *dirReader) read(n *dirNode, skip func(string) bool) {
 		typ := e.typ
 		if typ == unix.DT_UNKNOWN {
 			// As os.ReadDir does: the file system did not say.
-			st, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
+			st, _, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
 			if err == unix.ENOENT {
 				continue
 			}
@@ -170,13 +188,16 @@ func (r *dirReader) read(n *dirNode, skip func(string) bool) {
 		default:
 			continue // FIFOs, devices, sockets
 		}
-		st, err := statName(fd, &r.names[e.off], 0)
-		if err == unix.ENOENT {
-			continue // dangling symlink or vanished file
-		}
-		if err != nil {
+		st, nlink, err := statName(fd, &r.names[e.off], 0)
+		if err != nil && err != unix.ENOENT {
 			n.err = &fs.PathError{Op: "stat", Path: filepath.Join(n.abs, string(name)), Err: err}
 			return
+		}
+		if wa != nil && (typ == unix.DT_LNK || nlink > 1) && wa.File(joinAbs(n.abs, name), nlink, typ == unix.DT_LNK) {
+			v.note(rel, st) // a dangling link's zero stat too: its target may appear
+		}
+		if err == unix.ENOENT {
+			continue // dangling symlink or vanished file
 		}
 		if st.Mode.IsRegular() {
 			n.files = append(n.files, File{Rel: rel, St: st})
@@ -265,8 +286,9 @@ func openDir(abs string) (int, error) {
 var noStatx atomic.Bool
 
 // statName stats the NUL-ended name at name relative to the directory fd
-// (flags: 0 or AT_SYMLINK_NOFOLLOW), as workspace.StatPath would.
-func statName(fd int, name *byte, flags int) (workspace.FileStat, error) {
+// (flags: 0 or AT_SYMLINK_NOFOLLOW), as workspace.StatPath would, and its
+// number of links (which no key or fingerprint holds).
+func statName(fd int, name *byte, flags int) (workspace.FileStat, uint64, error) {
 	if !noStatx.Load() {
 		var sx unix.Statx_t
 		for {
@@ -280,13 +302,13 @@ func statName(fd int, name *byte, flags int) (workspace.FileStat, error) {
 					CTime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
 					Ino:   sx.Ino,
 					Mode:  workspace.ModeOfUnix(uint32(sx.Mode)),
-				}, nil
+				}, uint64(sx.Nlink), nil
 			case unix.EINTR:
 				continue
 			case unix.ENOSYS, unix.EPERM:
 				noStatx.Store(true)
 			default:
-				return workspace.FileStat{}, e
+				return workspace.FileStat{}, 0, e
 			}
 			break
 		}
@@ -295,10 +317,10 @@ func statName(fd int, name *byte, flags int) (workspace.FileStat, error) {
 	for {
 		err := unix.Fstatat(fd, unix.BytePtrToString(name), &st, flags)
 		if err == nil {
-			return workspace.StatOfUnix(&st), nil
+			return workspace.StatOfUnix(&st), uint64(st.Nlink), nil
 		}
 		if err != unix.EINTR {
-			return workspace.FileStat{}, err
+			return workspace.FileStat{}, 0, err
 		}
 	}
 }

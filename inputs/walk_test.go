@@ -79,7 +79,7 @@ func TestWalkTreeIsWalkSerial(t *testing.T) {
 			defer noStatx.Store(false)
 			abs := filepath.Join(dir, tc.rel)
 			want, werr := walkSerial(abs, tc.rel, tc.skip, nil)
-			got, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{})
+			got, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{}, nil)
 			if werr != nil || gerr != nil {
 				t.Fatalf("errors: serial %v, parallel %v", werr, gerr)
 			}
@@ -99,7 +99,7 @@ func TestWalkTreeErrors(t *testing.T) {
 	none := func(string) bool { return false }
 	gone := filepath.Join(t.TempDir(), "gone")
 	_, werr := walkSerial(gone, "gone", none, nil)
-	_, gerr := walkTree(gone, "gone", none, 2, nil)
+	_, gerr := walkTree(gone, "gone", none, 2, nil, nil)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Errorf("errors: serial %v, parallel %v; want the same", werr, gerr)
 	}
@@ -113,7 +113,7 @@ func TestWalkTreeErrors(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "a", "b"), 0o755) })
 	_, werr = walkSerial(dir, ".", none, nil)
-	_, gerr = walkTree(dir, ".", none, 2, nil)
+	_, gerr = walkTree(dir, ".", none, 2, nil, nil)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Errorf("errors: serial %v, parallel %v; want the same", werr, gerr)
 	}

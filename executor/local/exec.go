@@ -64,6 +64,11 @@ var Plugin = executor.Plugin{
 // run ends.
 func (x *Executor) Flush() { x.reaper.flush() }
 
+// RunsHere implements executor.Here: a job is a process group of this
+// machine.
+func (x *Executor) RunsHere() bool { return true }
+
+var _ executor.Here = (*Executor)(nil)
 var _ executor.Executor = (*Executor)(nil)
 
 // DefaultGrace is the time between SIGTERM and SIGKILL when a phase is
