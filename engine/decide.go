@@ -12,6 +12,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/estimate"
+	"github.com/cairn-run/cairn/inputs"
 	"github.com/cairn-run/cairn/keydiff"
 	"github.com/cairn-run/cairn/memories"
 	"github.com/cairn-run/cairn/outputs"
@@ -64,6 +65,10 @@ type Decision struct {
 	// seen, when known, is the fingerprint the key was computed from and
 	// the inputs racy then (see inputsChanged).
 	seen *seenInputs
+	// watched, for a phase to run on this kernel, is its inputs' walk
+	// under a directory watch, which spares the recheck another walk
+	// (see inputsChanged); whoever decided closes it.
+	watched *inputs.Watched
 }
 
 // PlanComponents returns the components the decision was made on: its
@@ -95,20 +100,21 @@ func (e *Engine) DiffComponents(prev, cur []cache.Component) []string {
 // decide computes p's key and looks it up. up holds the output trees of
 // p's upstream phases; forced makes a hit run anyway.
 func (e *Engine) decide(p *spec.Phase, up map[string][]cache.OutputFile, forced bool) (*Decision, error) {
-	return e.decideWith(p, up, forced, true)
+	return e.decideWith(p, up, forced, true, false)
 }
 
 // decideWith is decide; remembered allows taking the key from the phase-key
 // memory when the phase's fingerprint is unchanged. The components are
 // then those of the cached entry found under that key (which hash to it),
-// or, when there is none, computed in full.
-func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) (*Decision, error) {
-	d, err := e.decideKeyed(p, up, forced, remembered)
+// or, when there is none, computed in full. watch walks the inputs under
+// a directory watch (Decision.watched), for a phase to run on this kernel.
+func (e *Engine) decideWith(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered, watch bool) (*Decision, error) {
+	d, err := e.decideKeyed(p, up, forced, remembered, watch)
 	if err == errStaleKey {
 		// Never expected: the memory named a key the phase's components
 		// do not give. Decide again without it.
 		e.phaseKeys.Forget(p.Addr)
-		return e.decideWith(p, up, forced, false)
+		return e.decideWith(p, up, forced, false, watch)
 	}
 	return d, err
 }
@@ -125,7 +131,8 @@ type keying struct {
 	remembered bool // key came from the memory, comps not yet computed
 	key        cache.ActionID
 	comps      []cache.Component
-	seen       *seenInputs // what key was made from, when known
+	seen       *seenInputs     // what key was made from, when known
+	watched    *inputs.Watched // g's walk under a watch, if asked for
 }
 
 // seenInputs is what a phase's inputs were when its key was made: their
@@ -136,11 +143,15 @@ type seenInputs struct {
 }
 
 // start gathers p's inputs and takes its key from the memory when
-// remembered allows it, else computes it in full.
-func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) error {
+// remembered allows it, else computes it in full; with watch, the inputs
+// are walked under a watch (k.watched), which the caller closes.
+func (k *keying) start(e *Engine, p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered, watch bool) error {
 	k.e, k.p = e, p
 	k.began = time.Now().UnixNano()
-	g, err := e.gather(p, up)
+	if watch {
+		k.watched = inputs.NewWatched(&e.ws)
+	}
+	g, err := e.gatherUnder(p, up, k.watched)
 	if err != nil {
 		return err
 	}
@@ -237,13 +248,18 @@ func (e *Engine) sameContent(racy []memories.RacyInput) bool {
 
 // decideKeyed is decideWith but for a stale remembered key, which it
 // returns as errStaleKey.
-func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered bool) (*Decision, error) {
+func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, forced, remembered, watch bool) (_ *Decision, err error) {
 	d := &Decision{Phase: p.Addr}
 	var k keying
-	if err := k.start(e, p, up, forced, remembered); err != nil {
+	defer func() {
+		d.seen, d.watched = k.seen, k.watched
+		if err != nil {
+			k.watched.Close()
+		}
+	}()
+	if err := k.start(e, p, up, forced, remembered, watch); err != nil {
 		return nil, err
 	}
-	defer func() { d.seen = k.seen }()
 	d.key = k.key
 	d.Key = d.key.String()
 	d.components = k.comps

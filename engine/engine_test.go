@@ -27,7 +27,10 @@ type fakeExec struct {
 	mu    sync.Mutex
 	calls map[string]int
 	fail  map[string]bool
+	here  bool // says it runs on this kernel (executor.Here), as the local executor does
 }
+
+func (f *fakeExec) RunsHere() bool { return f.here }
 
 func (f *fakeExec) Run(ctx context.Context, job *executor.Job) (int, error) {
 	f.mu.Lock()

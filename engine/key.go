@@ -128,7 +128,15 @@ func (e *Engine) finder() *inputs.Finder {
 // gather expands p's inputs and builds every component but the input
 // files'.
 func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
-	files, reads, err := e.finder().Files(p, up)
+	return e.gatherUnder(p, up, nil)
+}
+
+// gatherUnder is gather, p's input directories walked under v's watch
+// when v is not nil.
+func (e *Engine) gatherUnder(p *spec.Phase, up map[string][]cache.OutputFile, v *inputs.Watched) (*gathered, error) {
+	f := e.finder()
+	f.Watched = v
+	files, reads, err := f.Files(p, up)
 	if err != nil {
 		return nil, err
 	}

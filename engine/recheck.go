@@ -22,6 +22,16 @@ import (
 // fingerprint is unknown) their components are computed again, through
 // the digest memory, to name what changed.
 //
+// A phase run on this kernel (executor.Here) had its inputs walked under
+// a directory watch (inputs.Watched): when the watch stayed quiet and
+// what it cannot vouch for (symlinks, files of several links, each
+// input's own path) has the stat it had, a second walk would find what
+// the first found, so only the racy inputs are hashed again. A glob
+// input, a watch that cannot be had (a network filesystem, no inotify)
+// or any event in a walked directory (the phase's own outputs written
+// inside an input directory, too) takes the walk. Other executors' jobs
+// write through another kernel: they never have a watch.
+//
 // A changed input does not fail the phase: its command succeeded, and its
 // outputs are in the workspace, as make would leave them. They are not
 // cached, which is all a later run trusts (a key with no entry runs
@@ -35,6 +45,12 @@ import (
 // nil when they are the same. up holds the upstream output trees d was
 // decided with.
 func (e *Engine) inputsChanged(p *spec.Phase, d *Decision, up map[string][]cache.OutputFile) []string {
+	if d.seen != nil && d.watched.Unchanged() && e.sameContent(d.seen.racy) {
+		return nil
+	}
+	if testHookRecheckWalk != nil {
+		testHookRecheckWalk(p.Addr)
+	}
 	if d.seen != nil {
 		if g, err := e.gather(p, up); err == nil && e.fingerprint(g) == d.seen.fp && e.sameContent(d.seen.racy) {
 			return nil
@@ -56,6 +72,10 @@ func (e *Engine) inputsChanged(p *spec.Phase, d *Decision, up map[string][]cache
 	}
 	return []string{"its inputs changed"}
 }
+
+// testHookRecheckWalk, when set by a test, is told each phase whose
+// inputs the recheck expands again.
+var testHookRecheckWalk func(addr string)
 
 // inputComponents returns the input files' components of comps.
 func inputComponents(comps []cache.Component) []cache.Component {

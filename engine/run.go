@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/estimate"
 	"github.com/cairn-run/cairn/phasefile"
@@ -655,7 +656,13 @@ func (r *runner) process(ctx context.Context, addr string, slot bool) bool {
 	r.mu.Unlock()
 
 	began := e.now()
-	d, err := e.decide(p, up, r.sel.forced[addr])
+	// A phase that may run on this kernel walks its inputs under a watch,
+	// so that its recheck need not walk them again (see inputsChanged).
+	x, _, xerr := r.executorFor(p)
+	d, err := e.decideWith(p, up, r.sel.forced[addr], true, xerr == nil && executor.RunsHere(x))
+	if err == nil {
+		defer d.watched.Close() // the phase is done with here, whatever it did
+	}
 	if testHookDecided != nil {
 		testHookDecided(addr)
 	}
