@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/cairn-run/cairn/cache"
-	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/estimate"
+	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
 	"github.com/cairn-run/cairn/workspace"
