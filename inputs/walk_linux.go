@@ -76,6 +76,7 @@ type walker struct {
 	skip  func(string) bool
 	v     *Watched
 	total atomic.Int64 // files found
+	dirs  atomic.Int64 // directories read
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -100,7 +101,12 @@ func (w *walker) work() {
 		w.mu.Unlock()
 
 		r.read(n, w.skip, w.v)
-		w.total.Add(int64(len(n.files)))
+		files := w.total.Add(int64(len(n.files)))
+		if dirs := w.dirs.Add(1); w.v != nil && dirs >= watchMinDirs && files < watchMinFiles*dirs {
+			// A tree of small directories: watching them costs a no-op
+			// run more than walking them again costs a run that edits.
+			w.v.w.Close()
+		}
 
 		w.mu.Lock()
 		for _, k := range n.kids {
@@ -112,6 +118,16 @@ func (w *walker) work() {
 		w.mu.Unlock()
 	}
 }
+
+// A watch costs a directory about what stat'ing a few files does, and
+// saves a second walk only when the phase runs: a walk stops watching
+// (its recheck walks again) once past watchMinDirs directories it has
+// found fewer than watchMinFiles files a directory, so that a run where
+// nothing changed is not made measurably slower.
+const (
+	watchMinDirs  = 64
+	watchMinFiles = 100
+)
 
 // dirReader is a worker's buffers, kept from one directory to the next.
 type dirReader struct {

@@ -3,6 +3,7 @@ package inputs
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/cairn-run/cairn/cache"
@@ -117,5 +118,32 @@ func TestWatchedUnchanged(t *testing.T) {
 				t.Errorf("Unchanged() = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestWatchedSmallDirectories: a tree of many small directories is not
+// watched (a run with nothing changed would pay more for the watch than
+// a run with an edit saves), so it is never Unchanged.
+func TestWatchedSmallDirectories(t *testing.T) {
+	root := t.TempDir()
+	watchable(t, root)
+	for i := range watchMinDirs + 8 {
+		p := filepath.Join(root, "data", strconv.Itoa(i), "f.txt")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("f\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws := workspace.New(root)
+	v := NewWatched(&ws)
+	defer v.Close()
+	f := &Finder{WS: &ws, Workers: 2, Watched: v}
+	if _, _, err := f.Files(&spec.Phase{Addr: "p", Inputs: []string{"data"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if v.Unchanged() {
+		t.Error("Unchanged() = true for a tree of small directories, want false (not watched)")
 	}
 }

@@ -31,6 +31,11 @@
 //     there. File reports such files; the caller stats them itself (Quiet
 //     says nothing about them). Past a limit of such files, Quiet is
 //     false.
+//   - A file with one link when its directory was watched that is then
+//     given another link outside the watched directories (link(2) raises
+//     IN_ATTRIB on the file alone, which no directory watch receives) and
+//     written through it raises no event here: Quiet stays true. Only a
+//     stat of every file would see it, which is what the watch saves.
 //   - A store through a shared writable mapping raises no event. Closing
 //     the descriptor the mapping was made from raises IN_CLOSE_WRITE
 //     (also at process exit), so what escapes is a mapping whose file
