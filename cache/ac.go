@@ -45,10 +45,14 @@ func (c *Dir) StoreEntry(e *Entry, replace bool) ([]byte, error) {
 	if replace {
 		op = "replace"
 	}
-	if err := c.storeChunks(e); err != nil {
+	k := e.Keyed
+	if !k.of(e) {
+		k = NewKeyed(e.Components)
+	}
+	if err := c.storeChunks(e, k); err != nil {
 		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}
-	b, err := EncodeEntry(e)
+	b, err := encodeEntry(e, k)
 	if err != nil {
 		return nil, fmt.Errorf("cache %s entry %s: %w", op, e.Key.Short(), err)
 	}

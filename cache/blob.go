@@ -11,12 +11,17 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/cairn-run/cairn/cache/zblob"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // emptyDigest is the digest of no bytes, the only blob that may be stored as
 // an empty file.
 var emptyDigest = HashBytes(nil)
+
+// sampleSize is how much of a blob is test-compressed, and the size
+// below which it is compressed in one call, in memory.
+const sampleSize = zblob.SampleSize
 
 var sampleBufs = sync.Pool{New: func() any { b := make([]byte, sampleSize); return &b }}
 
@@ -179,7 +184,7 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 			b.present = true
 			return b, nil
 		}
-		if z, compressed := compressSample(sample); compressed {
+		if z, compressed := zblob.CompressSample(sample); compressed {
 			b.data, b.compressed = z, true
 		} else {
 			b.data = append([]byte(nil), sample...)
@@ -199,11 +204,11 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 			t.abort()
 		}
 	}()
-	_, compressed := compressSample(sample)
+	_, compressed := zblob.CompressSample(sample)
 	var d Digest
 	var n int64
 	if compressed {
-		enc, err := newStreamEncoder(t)
+		enc, err := zblob.NewStreamEncoder(t)
 		if err != nil {
 			return nil, err
 		}
@@ -243,7 +248,7 @@ func (c *Dir) commit(b *PendingBlob) error {
 			b.present, b.data = true, nil
 			return nil
 		}
-		if z, compressed := compressSample(b.data); compressed {
+		if z, compressed := zblob.CompressSample(b.data); compressed {
 			b.data, b.compressed = z, true
 		}
 	}
@@ -475,11 +480,11 @@ func (c *Dir) ReadVerified(w io.Writer, f *os.File, compressed bool, d Digest) (
 	src := &recordingReader{r: f}
 	var r io.Reader = src
 	if compressed {
-		dec, err := newDecoder(src)
+		dec, err := zblob.NewDecoder(src)
 		if err != nil {
 			return nil, err
 		}
-		defer dec.release()
+		defer dec.Release()
 		r = dec
 	}
 	rw := &recordingWriter{w: w}

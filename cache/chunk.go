@@ -2,9 +2,13 @@ package cache
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Chunk names one chunk of an entry's input components (format 6): a blob
@@ -31,52 +35,112 @@ const (
 	maxChunk       = 1 << 14
 )
 
-// CutChunk is a chunk as cut: its components (a view) and bytes.
-type CutChunk struct {
-	Chunk
-	Comps []Component
-	Data  []byte
+// Keyed is a list of components in key order with its key and, when it
+// has more than chunkThreshold inputs, the chunks a format 6 entry keeps
+// those in: all made in one pass over the components (NewKeyed), so that
+// explaining a miss (which compares chunks) and storing the result (which
+// writes the new ones) encode nothing again. It must not be modified.
+type Keyed struct {
+	comps  []Component
+	key    ActionID
+	chunks []Chunk
+	starts []int // index in comps of each chunk's first input, then one past the last
 }
 
-// CutChunks splits comps as a format 6 entry stores them: rest, the
-// components its body holds, and the chunks its input components go to,
-// in order. With at most chunkThreshold inputs nothing is cut: rest is
-// comps and chunks is nil.
-func CutChunks(comps []Component) (rest []Component, chunks []CutChunk) {
-	n := 0
-	for _, c := range comps {
-		if c.Kind == ChunkKind {
-			n++
+// NewKeyed sorts comps if they are not (a copy) and computes their key
+// and chunks.
+func NewKeyed(comps []Component) *Keyed {
+	if !slices.IsSortedFunc(comps, compareComponents) {
+		comps = sortedComponents(comps)
+	}
+	k := &Keyed{comps: comps}
+	lo, _ := slices.BinarySearchFunc(comps, ChunkKind, func(c Component, kind string) int { return strings.Compare(c.Kind, kind) })
+	hi := lo
+	for hi < len(comps) && comps[hi].Kind == ChunkKind {
+		hi++
+	}
+	key, chunk := sha256.New(), sha256.New()
+	buf := make([]byte, 0, 64<<10)
+	buf = binary.AppendUvarint(append(buf, keyMagic...), KeyFormat)
+	header := slices.Clone(buf)
+	encode := func(cs []Component) {
+		for _, c := range cs {
+			buf = appendComponent(buf, c)
+			if len(buf) >= 60<<10 {
+				key.Write(buf)
+				buf = buf[:0]
+			}
 		}
 	}
-	if n <= chunkThreshold {
-		return comps, nil
-	}
-	inputs := make([]Component, 0, n)
-	rest = make([]Component, 0, len(comps)-n)
-	for _, c := range comps {
-		if c.Kind == ChunkKind {
-			inputs = append(inputs, c)
-		} else {
-			rest = append(rest, c)
+	encode(comps[:lo])
+	if hi-lo <= chunkThreshold {
+		encode(comps[lo:hi])
+	} else {
+		key.Write(buf)
+		buf = buf[:0]
+		var size int64
+		start := lo
+		flush := func() {
+			key.Write(buf)
+			chunk.Write(buf)
+			size += int64(len(buf))
+			buf = buf[:0]
 		}
-	}
-	if !slices.IsSortedFunc(inputs, compareComponents) {
-		slices.SortFunc(inputs, compareComponents)
-	}
-	start := 0
-	cut := func(end int) {
-		data := EncodeComponents(inputs[start:end])
-		chunks = append(chunks, CutChunk{Chunk{Digest(sha256.Sum256(data)), end - start, int64(len(data))}, inputs[start:end], data})
-		start = end
-	}
-	for i := 1; i < len(inputs); i++ {
-		if i-start >= maxChunk || inputs[i].Name != inputs[i-1].Name && chunkStarts(inputs[i].Name) {
-			cut(i)
+		cut := func(end int) {
+			flush()
+			k.chunks = append(k.chunks, Chunk{Digest(chunk.Sum(nil)), end - start, int64(len(header)) + size})
+			k.starts = append(k.starts, start)
+			chunk.Reset()
+			chunk.Write(header)
+			start, size = end, 0
 		}
+		chunk.Write(header)
+		for i := lo; i < hi; i++ {
+			if i > start && (i-start >= maxChunk || comps[i].Name != comps[i-1].Name && chunkStarts(comps[i].Name)) {
+				cut(i)
+			}
+			if buf = appendComponent(buf, comps[i]); len(buf) >= 60<<10 {
+				flush()
+			}
+		}
+		cut(hi)
+		k.starts = append(k.starts, hi)
 	}
-	cut(len(inputs))
-	return rest, chunks
+	encode(comps[hi:])
+	key.Write(buf)
+	k.key = ActionID(key.Sum(nil))
+	return k
+}
+
+func appendComponent(b []byte, c Component) []byte {
+	return appendString(appendString(appendString(b, c.Kind), c.Name), c.Value)
+}
+
+// Components returns k's components, sorted.
+func (k *Keyed) Components() []Component { return k.comps }
+
+// Key returns the key of k's components ([ComputeKey]).
+func (k *Keyed) Key() ActionID { return k.key }
+
+// Chunks returns the chunks k's inputs go to, in order; nil if they are
+// few enough for an entry's body.
+func (k *Keyed) Chunks() []Chunk { return k.chunks }
+
+// ChunkComponents returns the components of k's chunk i.
+func (k *Keyed) ChunkComponents(i int) []Component { return k.comps[k.starts[i]:k.starts[i+1]] }
+
+// of reports whether k was made of e's very components and gives its key.
+func (k *Keyed) of(e *Entry) bool {
+	return k != nil && k.key == e.Key && len(k.comps) == len(e.Components) &&
+		(len(k.comps) == 0 || &k.comps[0] == &e.Components[0])
+}
+
+// keyOr returns k's key, or, if k is nil, that of comps.
+func (k *Keyed) keyOr(comps []Component) ActionID {
+	if k != nil {
+		return k.key
+	}
+	return ActionID(sha256.Sum256(EncodeComponents(comps)))
 }
 
 // chunkStarts reports whether a chunk starts at name: FNV-1a, mixed by
@@ -183,23 +247,26 @@ func (c *Dir) fillChunks(e *Entry, read func(Chunk) ([]Component, error)) error 
 	return nil
 }
 
-// storeChunks puts e's input components in chunks if it has many (format
-// 6), writing only the chunks not already in cas/, and sets e.Chunks and
-// e.Format.
-func (c *Dir) storeChunks(e *Entry) error {
-	_, chunks := CutChunks(e.Components)
-	if chunks == nil {
+// storeChunks puts k's input components, e's, in chunks if they are
+// many (format 6), writing only the chunks not already in cas/, and sets
+// e.Chunks and e.Format.
+func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
+	if k.chunks == nil {
 		e.Chunks = nil
 		return nil
 	}
-	e.Chunks = make([]Chunk, len(chunks))
-	for i, ch := range chunks {
+	e.Chunks = slices.Clone(k.chunks)
+	for i, ch := range k.chunks {
 		if !c.HasBlob(ch.Digest) {
-			if _, err := c.PutBytes(ch.Data); err != nil {
-				return fmt.Errorf("input chunk: %w", err)
+			// Sorted already: encoded as EncodeComponents would.
+			data := binary.AppendUvarint([]byte(keyMagic), KeyFormat)
+			for _, comp := range k.ChunkComponents(i) {
+				data = appendComponent(data, comp)
+			}
+			if d, err := c.PutBytes(data); err != nil || d != ch.Digest {
+				return fmt.Errorf("input chunk %s: %w", ch.Digest.Short(), cmp.Or(err, errors.New("encoded apart from its key")))
 			}
 		}
-		e.Chunks[i] = ch.Chunk
 	}
 	e.Format = EntryFormatChunked
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -253,4 +254,96 @@ func FuzzDecodeChunk(f *testing.F) {
 			t.Fatalf("accepted bytes that are not the canonical encoding of what they decode to")
 		}
 	})
+}
+
+// neverStarting returns n input components whose names start no chunk.
+func neverStarting(n int) []Component {
+	var comps []Component
+	for i := 0; len(comps) < n; i++ {
+		if name := inputName(i); !chunkStarts(name) {
+			comps = append(comps, Component{Kind: ChunkKind, Name: name, Value: "-:00"})
+		}
+	}
+	return comps
+}
+
+// NewKeyed gives ComputeKey's key, and chunks that are the canonical
+// encodings of its inputs in order, however the components come.
+func TestNewKeyed(t *testing.T) {
+	t.Parallel()
+	around := []Component{{Kind: "workdir", Value: "."}, {Kind: "command", Value: `["x"]`}, {Kind: "output", Name: "0", Value: "o"}, {Kind: "env", Name: "A", Value: "1"}}
+	reversed := manyInputs(3000, "")
+	slices.Reverse(reversed)
+	for _, tc := range []struct {
+		name   string
+		comps  []Component
+		chunks bool
+	}{
+		{"none", nil, false},
+		{"few inputs", append(slices.Clone(around), manyInputs(10, "")...), false},
+		{"threshold", manyInputs(chunkThreshold, ""), false},
+		{"many inputs alone", manyInputs(chunkThreshold+1, ""), true},
+		{"many, unsorted, kinds around", append(reversed, around...), true},
+		{"names that never start a chunk", append(slices.Clone(around), neverStarting(2*maxChunk+5)...), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := NewKeyed(tc.comps)
+			if k.Key() != ComputeKey(tc.comps) {
+				t.Errorf("key %s, ComputeKey %s", k.Key().Short(), ComputeKey(tc.comps).Short())
+			}
+			if diff := cmp.Diff(sortedComponents(tc.comps), k.Components(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("components (-want +got):\n%s", diff)
+			}
+			if got := k.Chunks() != nil; got != tc.chunks {
+				t.Fatalf("chunked %v, want %v", got, tc.chunks)
+			}
+			var inputs []Component
+			for i, ch := range k.Chunks() {
+				cc := k.ChunkComponents(i)
+				data := EncodeComponents(cc)
+				if want := (Chunk{HashBytes(data), len(cc), int64(len(data))}); ch != want || len(cc) > maxChunk {
+					t.Errorf("chunk %d: %+v, its %d components encode to %+v", i, ch, len(cc), want)
+				}
+				inputs = append(inputs, cc...)
+			}
+			if tc.chunks {
+				want := slices.DeleteFunc(sortedComponents(tc.comps), func(c Component) bool { return c.Kind != ChunkKind })
+				if diff := cmp.Diff(want, inputs); diff != "" {
+					t.Errorf("chunks' components (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// An entry's Keyed is used only if it is of the entry's own components
+// and key: one made of others is ignored, not stored under the entry's key.
+func TestStoreIgnoresOthersKeyed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		keyed func(e *Entry) *Keyed
+	}{
+		{"other components", func(*Entry) *Keyed { return NewKeyed(manyInputs(5000, inputName(9))) }},
+		{"a copy of them", func(e *Entry) *Keyed { return NewKeyed(slices.Clone(e.Components)) }},
+		{"their own", func(e *Entry) *Keyed { return NewKeyed(e.Components) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newDir(t)
+			e := chunkedSample(t, c, manyInputs(5000, ""))
+			slices.SortFunc(e.Components, compareComponents)
+			want := slices.Clone(e.Components)
+			e.Keyed = tc.keyed(e)
+			if err := c.PutEntry(e); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.GetEntry(e.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got.Components, sortComps); diff != "" {
+				t.Errorf("stored components (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

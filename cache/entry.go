@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -139,6 +138,10 @@ type Entry struct {
 	// stored (its components do not hash to its key); [Dir.GetEntry]
 	// returns the entry whole. Never stored.
 	Lean bool `json:"-"`
+	// Keyed, if set, is NewKeyed(Components): storing the entry takes
+	// its key and chunks rather than encoding the components again (only
+	// if it is of this very Components slice and of Key). Never stored.
+	Keyed *Keyed `json:"-"`
 	// SignedBy is the key of the writer that signed the entry (format 5),
 	// or nil. Its Comment is set only when the reading Dir trusts the key.
 	// Never stored: the signature is.
@@ -165,14 +168,23 @@ func (e *Entry) InlineData(d Digest) ([]byte, bool) {
 // body. It returns
 // an error, and no bytes, if e would not pass [DecodeEntry]: so a writer
 // learns about a bad entry, not the next reader.
-func EncodeEntry(e *Entry) ([]byte, error) {
-	if err := validateEntry(e, true); err != nil {
+func EncodeEntry(e *Entry) ([]byte, error) { return encodeEntry(e, nil) }
+
+// encodeEntry is EncodeEntry, but for the key of e's components, which k,
+// if not nil, holds.
+func encodeEntry(e *Entry, k *Keyed) ([]byte, error) {
+	if err := validateEntry(e, true, k); err != nil {
 		return nil, fmt.Errorf("encode entry %s: %w", e.Key.Short(), err)
 	}
 	stored := e
 	if len(e.Chunks) > 0 {
 		s := *e
-		s.Components = slices.DeleteFunc(slices.Clone(e.Components), func(c Component) bool { return c.Kind == ChunkKind })
+		s.Components = nil
+		for _, c := range e.Components {
+			if c.Kind != ChunkKind {
+				s.Components = append(s.Components, c)
+			}
+		}
 		stored = &s
 	}
 	body, err := json.Marshal(stored)
@@ -271,7 +283,7 @@ func ParseEntry(b []byte) (*Entry, error) {
 	if e.Format != format {
 		return nil, fmt.Errorf("body says format %d, header %d", e.Format, format)
 	}
-	if err := validateEntry(e, false); err != nil {
+	if err := validateEntry(e, false, nil); err != nil {
 		return nil, err
 	}
 	e.Lean = len(e.Chunks) > 0 // its inputs are in the chunks, not read here
@@ -305,8 +317,9 @@ func entryVersion(b []byte) (int, bool) {
 
 // validateEntry checks everything DecodeEntry promises. encoding adds the
 // checks JSON decoding makes implicitly (valid UTF-8: json.Marshal would
-// replace invalid bytes, changing the components and so the key).
-func validateEntry(e *Entry, encoding bool) error {
+// replace invalid bytes, changing the components and so the key). k, if
+// not nil, is NewKeyed of e's components, whose key it need not compute.
+func validateEntry(e *Entry, encoding bool, k *Keyed) error {
 	if err := checkFormat(e); err != nil {
 		return err
 	}
@@ -328,7 +341,8 @@ func validateEntry(e *Entry, encoding bool) error {
 	}
 	// With chunks, the key is checked once they are read (fillChunks).
 	if len(e.Chunks) == 0 || encoding {
-		if got := ActionID(sha256.Sum256(EncodeComponents(e.Components))); got != e.Key {
+		got := k.keyOr(e.Components)
+		if got != e.Key {
 			return fmt.Errorf("key %s, but its components hash to %s", e.Key.Short(), got.Short())
 		}
 	}
@@ -550,17 +564,20 @@ func checkOutput(o OutputFile) error {
 }
 
 func checkUTF8(e *Entry) error {
-	strs := []string{e.Phase, e.Host, e.User}
-	for _, c := range e.Components {
-		strs = append(strs, c.Kind, c.Name, c.Value)
-	}
-	for _, o := range e.Outputs {
-		strs = append(strs, o.Path, o.Type, o.Target)
-	}
-	for _, s := range strs {
-		if !utf8.ValidString(s) {
-			return fmt.Errorf("%q is not valid UTF-8", s)
+	bad := func(ss ...string) error {
+		for _, s := range ss {
+			if !utf8.ValidString(s) {
+				return fmt.Errorf("%q is not valid UTF-8", s)
+			}
 		}
+		return nil
 	}
-	return nil
+	err := bad(e.Phase, e.Host, e.User)
+	for i := 0; err == nil && i < len(e.Components); i++ {
+		err = bad(e.Components[i].Kind, e.Components[i].Name, e.Components[i].Value)
+	}
+	for i := 0; err == nil && i < len(e.Outputs); i++ {
+		err = bad(e.Outputs[i].Path, e.Outputs[i].Type, e.Outputs[i].Target)
+	}
+	return err
 }

@@ -43,9 +43,12 @@ type Decision struct {
 
 	key        cache.ActionID
 	components []cache.Component
-	entry      *cache.Entry
-	parts      outputs.Parts // entry's outputs by declared output
-	restore    []string      // outputs to restore
+	// keyed, when the components were computed, is them with their key
+	// and chunks, which the miss's reasons and the stored result share.
+	keyed   *cache.Keyed
+	entry   *cache.Entry
+	parts   outputs.Parts // entry's outputs by declared output
+	restore []string      // outputs to restore
 	// tempGone holds the temporary outputs the workspace lacks (or holds
 	// changed) and the entry cannot restore: the phase is cached without
 	// them unless a phase reading one must run (see settleTemporary).
@@ -131,6 +134,7 @@ type keying struct {
 	remembered bool // key came from the memory, comps not yet computed
 	key        cache.ActionID
 	comps      []cache.Component
+	keyed      *cache.Keyed    // comps, keyed
 	seen       *seenInputs     // what key was made from, when known
 	watched    *inputs.Watched // g's walk under a watch, if asked for
 }
@@ -185,8 +189,9 @@ func (k *keying) full() error {
 	if err != nil {
 		return err
 	}
-	k.comps = c
-	key := cache.ComputeKey(k.comps)
+	k.keyed = cache.NewKeyed(c)
+	k.comps = k.keyed.Components()
+	key := k.keyed.Key()
 	if k.remembered && key != k.key {
 		return errStaleKey
 	}
@@ -262,7 +267,7 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 	}
 	d.key = k.key
 	d.Key = d.key.String()
-	d.components = k.comps
+	d.components, d.keyed = k.comps, k.keyed
 
 	switch {
 	case forced:
@@ -291,11 +296,11 @@ func (e *Engine) decideKeyed(p *spec.Phase, up map[string][]cache.OutputFile, fo
 		if ferr := k.full(); ferr != nil {
 			return nil, ferr
 		}
-		d.components = k.comps
+		d.components, d.keyed = k.comps, k.keyed
 	}
 	switch {
 	case errors.Is(err, cache.ErrNotFound):
-		d.Action, d.Reasons = ActionRun, e.explainMiss(p, k.comps)
+		d.Action, d.Reasons = ActionRun, e.explainMiss(p, k.keyed)
 		return d, nil
 	case errors.Is(err, cache.ErrCorrupt):
 		d.warnings = append(d.warnings, fmt.Sprintf("phase %s: cached result is corrupt and was moved aside: %v", p.Addr, err))
@@ -330,7 +335,7 @@ func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.E
 		if ferr := k.full(); ferr != nil {
 			return nil, ferr
 		}
-		d.components = k.comps
+		d.components, d.keyed = k.comps, k.keyed
 		d.Action = ActionRun
 		for _, o := range unstored {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("output %s is gone and was temporary when cached", o))
@@ -459,16 +464,16 @@ var errStaleKey = errors.New("remembered phase key is stale")
 
 // explainMiss says why p's key has no entry, by comparing its components
 // with those recorded for the phase's last result in this workspace.
-func (e *Engine) explainMiss(p *spec.Phase, comps []cache.Component) []string {
+func (e *Engine) explainMiss(p *spec.Phase, cur *cache.Keyed) []string {
 	prevKey, ok := e.lastKeys.Get(p.Addr)
 	if !ok {
 		return []string{"new phase"}
 	}
 	// Its head only: of the inputs in chunks, only those that differ are read.
 	prev, err := e.cache.GetEntryHead(prevKey)
-	var old []cache.Component
+	var old, comps []cache.Component
 	if err == nil {
-		old, comps, err = keydiff.Changed(prev, comps, e.cache.ReadChunk)
+		old, comps, err = keydiff.Changed(prev, cur, e.cache.ReadChunk)
 	}
 	if err != nil {
 		return e.notInCache(p, "its last result is no longer in the cache")

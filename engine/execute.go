@@ -605,6 +605,7 @@ func (r *runner) store(ph *phaseRun, out *outputs.Collected) error {
 		Key:        ph.d.key,
 		Phase:      ph.p.Addr,
 		Components: ph.d.components,
+		Keyed:      ph.d.keyed, // used only if of these very components
 		ExitCode:   0,
 		Cost:       ph.spent.Cost,
 		Iterations: ph.spent.Iterations,

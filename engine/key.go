@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/inputs"
@@ -39,14 +40,20 @@ type MissingInputError = inputs.MissingInputError
 // the executable bit of the mode counts, so teammates with different
 // umasks share keys.
 func fileValue(d cache.Digest, mode fs.FileMode) string {
-	// One allocation: a no-op run makes one of these per input.
-	var b [2 + 2*len(cache.Digest{})]byte
+	var b [fileValueLen]byte
+	putFileValue(b[:], d, mode)
+	return string(b[:])
+}
+
+const fileValueLen = 2 + 2*len(cache.Digest{})
+
+// putFileValue writes fileValue(d, mode) into b[:fileValueLen].
+func putFileValue(b []byte, d cache.Digest, mode fs.FileMode) {
 	b[0], b[1] = '-', ':'
 	if mode&0o111 != 0 {
 		b[0] = 'x'
 	}
-	hex.Encode(b[2:], d[:])
-	return string(b[:])
+	hex.Encode(b[2:fileValueLen], d[:])
 }
 
 // commandValue is how a command's argv enters a key: its JSON array, as
@@ -191,8 +198,15 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	}
 	comps := slices.Grow(g.Comps, 1+len(g.Files))
 	comps = append(comps, cache.Component{Kind: kindCommand, Value: commandValue(p.Command)})
+	// The input files' values are cut from one string, not made one each:
+	// a directory input may hold a million files.
+	b := make([]byte, len(g.Files)*fileValueLen)
+	for i := range g.Files {
+		putFileValue(b[i*fileValueLen:], digests[i], modes[i])
+	}
+	values := unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 	for i, f := range g.Files {
-		comps = append(comps, cache.Component{Kind: kindInput, Name: f.Rel, Value: fileValue(digests[i], modes[i])})
+		comps = append(comps, cache.Component{Kind: kindInput, Name: f.Rel, Value: values[i*fileValueLen : (i+1)*fileValueLen]})
 	}
 	e.redactSensitive(comps)
 	slices.SortFunc(comps, func(a, b cache.Component) int {

@@ -68,7 +68,7 @@ func TestPhaseKeysNoOp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen"), cmpopts.EquateEmpty()}
+	opts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen", "keyed"), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(want, plan, opts); diff != "" {
 		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
 	}
@@ -371,7 +371,7 @@ phase "f" {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmpOpts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen"), cmpopts.EquateEmpty()}
+	cmpOpts := cmp.Options{cmp.AllowUnexported(Decision{}), cmpopts.IgnoreFields(Decision{}, "entry", "seen", "keyed"), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(want, plan, cmpOpts); diff != "" {
 		t.Errorf("plan with the phase-key memory (-full +memory):\n%s", diff)
 	}

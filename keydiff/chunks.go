@@ -10,11 +10,11 @@ import "github.com/cairn-run/cairn/cache"
 // added or removed, so of a million inputs with one edited, read is asked
 // for one chunk of prev's (or two, where a boundary moved). An entry
 // without chunks is returned whole.
-func Changed(prev *cache.Entry, cur []cache.Component, read func(cache.Chunk) ([]cache.Component, error)) (old, now []cache.Component, err error) {
+func Changed(prev *cache.Entry, cur *cache.Keyed, read func(cache.Chunk) ([]cache.Component, error)) (old, now []cache.Component, err error) {
 	if len(prev.Chunks) == 0 {
-		return prev.Components, cur, nil
+		return prev.Components, cur.Components(), nil
 	}
-	_, chunks := cache.CutChunks(cur)
+	chunks := cur.Chunks()
 	ours := make(map[cache.Digest]bool, len(chunks))
 	for _, ch := range chunks {
 		ours[ch.Digest] = true
@@ -37,18 +37,22 @@ func Changed(prev *cache.Entry, cur []cache.Component, read func(cache.Chunk) ([
 		old = append(old, comps...)
 	}
 	if chunks == nil { // few inputs now: all of them may differ
-		return old, cur, nil
+		return old, cur.Components(), nil
 	}
-	differ := map[string]bool{}
-	for _, ch := range chunks {
-		if !theirs[ch.Digest] {
-			for _, c := range ch.Comps {
-				differ[c.Name] = true
-			}
+	// In cur's order: its inputs lie between the kinds before theirs and
+	// those after.
+	for _, c := range cur.Components() {
+		if c.Kind < cache.ChunkKind {
+			now = append(now, c)
 		}
 	}
-	for _, c := range cur {
-		if c.Kind != cache.ChunkKind || differ[c.Name] {
+	for i, ch := range chunks {
+		if !theirs[ch.Digest] {
+			now = append(now, cur.ChunkComponents(i)...)
+		}
+	}
+	for _, c := range cur.Components() {
+		if c.Kind > cache.ChunkKind {
 			now = append(now, c)
 		}
 	}

@@ -3,6 +3,8 @@ package keydiff
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -56,7 +58,7 @@ func TestChangedReadsOnlyDifferingChunks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := c.ChunkReads()
-			old, now, err := Changed(head, tc.cur, c.ReadChunk)
+			old, now, err := Changed(head, cache.NewKeyed(tc.cur), c.ReadChunk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,5 +69,42 @@ func TestChangedReadsOnlyDifferingChunks(t *testing.T) {
 				t.Errorf("read %d chunks of %d, want at most 2", reads, len(head.Chunks))
 			}
 		})
+	}
+}
+
+// BenchmarkEditedInput is what a run does with a phase of 200,000 inputs
+// after one of them was edited: its key, the miss explained against the
+// last result, the new result stored.
+func BenchmarkEditedInput(b *testing.B) {
+	c, err := cache.Open(filepath.Join(b.TempDir(), "cache"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	comps := inputs(200000, nil)
+	prev := &cache.Entry{Format: cache.EntryFormat, Key: cache.ComputeKey(comps), Phase: "p", Components: comps}
+	if err := c.PutEntry(prev); err != nil {
+		b.Fatal(err)
+	}
+	head, err := c.GetEntryHead(prev.Key)
+	if err != nil {
+		b.Fatal(err)
+	}
+	edited := slices.Clone(comps)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		edited[123456].Value = "-:" + cache.HashBytes([]byte(strconv.Itoa(i))).String()
+		keyed := cache.NewKeyed(edited)
+		old, now, err := Changed(head, keyed, c.ReadChunk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := Reasons(old, now, nil); len(r) != 1 {
+			b.Fatalf("reasons %q, want one", r)
+		}
+		e := &cache.Entry{Format: cache.EntryFormat, Key: keyed.Key(), Phase: "p", Components: keyed.Components(), Keyed: keyed}
+		if err := c.PutEntry(e); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -1,4 +1,7 @@
-package cache
+// Package zblob is how the cache compresses a blob: a trial on a sample
+// decides, the fastest zstd level encodes (whole buffers or a stream), and
+// pooled synchronous decoders read it back.
+package zblob
 
 import (
 	"io"
@@ -13,9 +16,9 @@ import (
 // a full pass, and stays raw: a raw blob is byte-identical to the content,
 // so it can later be restored by reflink or copy_file_range without decoding.
 const (
-	// sampleSize is how much of a blob is test-compressed. It is also the
+	// SampleSize is how much of a blob is test-compressed. It is also the
 	// size below which a blob is compressed in one call, in memory.
-	sampleSize = 256 << 10
+	SampleSize = 256 << 10
 	// A blob is stored compressed only if its sample shrinks below
 	// compressNum/compressDen of its size.
 	compressNum, compressDen = 9, 10
@@ -35,10 +38,10 @@ var blockEncoder = sync.OnceValue(func() *zstd.Encoder {
 	return e
 })
 
-// compressSample compresses sample and reports whether that is worth it. If
+// CompressSample compresses sample and reports whether that is worth it. If
 // it is, the compressed bytes are returned: when the sample is the whole
 // blob they are the stored form.
-func compressSample(sample []byte) ([]byte, bool) {
+func CompressSample(sample []byte) ([]byte, bool) {
 	if len(sample) == 0 {
 		return nil, false
 	}
@@ -49,10 +52,10 @@ func compressSample(sample []byte) ([]byte, bool) {
 	return z, true
 }
 
-// newStreamEncoder returns a zstd writer to w for blobs larger than the
+// NewStreamEncoder returns a zstd writer to w for blobs larger than the
 // sample. It compresses on cores.N goroutines while the caller hashes;
 // the caller must Close it.
-func newStreamEncoder(w io.Writer) (*zstd.Encoder, error) {
+func NewStreamEncoder(w io.Writer) (*zstd.Encoder, error) {
 	return zstd.NewWriter(w, zstd.WithEncoderLevel(encoderLevel), zstd.WithEncoderConcurrency(cores.N))
 }
 
@@ -66,19 +69,19 @@ var streamDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// decoder is a pooled zstd stream reader; call release when done.
-type decoder struct{ *zstd.Decoder }
+// Decoder is a pooled zstd stream reader; call Release when done.
+type Decoder struct{ *zstd.Decoder }
 
-func newDecoder(r io.Reader) (decoder, error) {
+func NewDecoder(r io.Reader) (Decoder, error) {
 	d := streamDecoders.Get().(*zstd.Decoder)
 	if err := d.Reset(r); err != nil {
 		streamDecoders.Put(d)
-		return decoder{}, err
+		return Decoder{}, err
 	}
-	return decoder{d}, nil
+	return Decoder{d}, nil
 }
 
-func (d decoder) release() {
+func (d Decoder) Release() {
 	d.Reset(nil) // drop the reference to the file
 	streamDecoders.Put(d.Decoder)
 }

@@ -1,10 +1,24 @@
-package cache
+package zblob
 
 import (
 	"bytes"
 	"io"
+	"math/rand/v2"
+	"strings"
 	"testing"
 )
+
+func randomBytes(t testing.TB, n int) []byte {
+	t.Helper()
+	b := make([]byte, n)
+	rand.NewChaCha8([32]byte{byte(n), byte(n >> 8)}).Read(b)
+	return b
+}
+
+// textBytes returns n bytes of text that compresses well.
+func textBytes(n int) []byte {
+	return []byte(strings.Repeat("step 12 loss=0.0731 ok\n", n/23+1)[:n])
+}
 
 func TestCompressSample(t *testing.T) {
 	tests := map[string]struct {
@@ -13,25 +27,25 @@ func TestCompressSample(t *testing.T) {
 	}{
 		"empty":       {nil, false},
 		"tiny":        {[]byte("hi"), false},
-		"random":      {randomBytes(t, sampleSize), false},
-		"text":        {textBytes(sampleSize), true},
+		"random":      {randomBytes(t, SampleSize), false},
+		"text":        {textBytes(SampleSize), true},
 		"zeros":       {make([]byte, 4096), true},
 		"half random": {append(randomBytes(t, 6000), make([]byte, 400)...), false},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			z, ok := compressSample(tt.in)
+			z, ok := CompressSample(tt.in)
 			if ok != tt.want {
-				t.Fatalf("compressSample = %v, want %v", ok, tt.want)
+				t.Fatalf("CompressSample = %v, want %v", ok, tt.want)
 			}
 			if !ok {
 				return
 			}
-			dec, err := newDecoder(bytes.NewReader(z))
+			dec, err := NewDecoder(bytes.NewReader(z))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer dec.release()
+			defer dec.Release()
 			got, err := io.ReadAll(dec)
 			if err != nil || !bytes.Equal(got, tt.in) {
 				t.Errorf("decoded %d bytes, %v; want the %d input bytes", len(got), err, len(tt.in))
