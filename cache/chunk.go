@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/cairn-run/cairn/internal/cores"
 	"slices"
 	"strings"
 )
@@ -248,7 +249,8 @@ func (c *Dir) fillChunks(e *Entry, read func(Chunk) ([]Component, error)) error 
 }
 
 // storeChunks puts k's input components, e's, in chunks if they are
-// many (format 6), writing only the chunks not already in cas/, and sets
+// many (format 6), writing only the chunks not already in cas/ (eight at
+// a time: the file system commits their fsyncs together), and sets
 // e.Chunks and e.Format.
 func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
 	if k.chunks == nil {
@@ -256,8 +258,8 @@ func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
 		return nil
 	}
 	e.Chunks = slices.Clone(k.chunks)
-	for i, ch := range k.chunks {
-		if !c.HasBlob(ch.Digest) {
+	if err := cores.Parallel(len(k.chunks), 8, func(i int) error {
+		if ch := k.chunks[i]; !c.HasBlob(ch.Digest) {
 			// Sorted already: encoded as EncodeComponents would.
 			data := binary.AppendUvarint([]byte(keyMagic), KeyFormat)
 			for _, comp := range k.ChunkComponents(i) {
@@ -267,6 +269,9 @@ func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
 				return fmt.Errorf("input chunk %s: %w", ch.Digest.Short(), cmp.Or(err, errors.New("encoded apart from its key")))
 			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	e.Format = EntryFormatChunked
 	return nil
