@@ -36,8 +36,14 @@ var smallHashers = sync.Pool{New: func() any {
 // hashTodo digests files[i] for every i in todo (sorted by path) through
 // the memory, on all cores: the files of one directory a batch at a time,
 // each opened relative to the open directory, stat'ed through its
-// descriptor (once before reading, once after, which tells whether it
-// kept the stat its expansion took) and read into a pooled buffer.
+// descriptor (which tells whether it kept the stat its expansion took)
+// and read into a pooled buffer.
+//
+// The file is not stat'ed again once read: an edit while it is read, after
+// the hashing started, gives it a ctime no earlier than the racy window
+// of hashedAt, so the digest remembered under the stat taken before
+// reading is never trusted for the edited file (it has another stat, or
+// the remembered one is racy).
 func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
 	var batches [][]int
 	for start := 0; start < len(todo); {
@@ -98,8 +104,7 @@ func dirOf(rel string) string {
 
 // hashAt hashes the file name in the directory dfd, if it is a regular
 // file smaller than smallFile (else large is true and nothing is read).
-// unchanged reports whether it had the stat st before and after it was
-// read.
+// unchanged reports whether it had the stat st when it was opened.
 func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st workspace.FileStat) (d cache.Digest, n int64, unchanged, large bool, err error) {
 	h.name = append(append(h.name[:0], name...), 0)
 	var fd int
@@ -126,7 +131,6 @@ func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st works
 		return d, 0, false, true, nil
 	}
 	h.sha.Reset()
-	var after workspace.FileStat
 	for {
 		if err := ctx.Err(); err != nil {
 			return d, n, false, false, err
@@ -140,20 +144,23 @@ func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st works
 		}
 		h.sha.Write(h.buf[:m])
 		n += int64(m)
-		// All the bytes the stat promised: the file is whole if its
-		// stat has not moved since (else read on to the end).
-		if m == 0 || n == before.Size {
-			if after, err = fstat(fd); err != nil {
-				return d, n, false, false, err
-			}
-			if m == 0 || after == before {
-				break
-			}
+		// All the bytes the stat promised, or the end: a file that
+		// grew since has another stat, which the key's recheck and
+		// the memory compare.
+		if m == 0 || n >= before.Size {
+			break
 		}
 	}
+	if testHookRead != nil {
+		testHookRead(name)
+	}
 	h.sha.Sum(d[:0])
-	return d, n, before == st && after == st, false, nil
+	return d, n, before == st, false, nil
 }
+
+// testHookRead, if set (by tests), is called with a file's name once it
+// is read, before its digest is remembered.
+var testHookRead func(name string)
 
 func fstat(fd int) (workspace.FileStat, error) {
 	var st unix.Stat_t

@@ -139,3 +139,83 @@ func TestDigestsAreSerials(t *testing.T) {
 		}
 	}
 }
+
+// TestEditWhileHashedIsNotRemembered: a file edited while it is read (its
+// old content read, then rewritten with the same size and mtime) is never
+// remembered with the old content's digest: neither this process's memory
+// nor the saved one gives that digest for the file as it is now, and the
+// next pass hashes its new content.
+func TestEditWhileHashedIsNotRemembered(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "in")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a", "f", "z"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("old content of "+name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.CalmFiles(t, root, "in/a", "in/f", "in/z")
+	edited := filepath.Join(dir, "f")
+	calm, err := os.Stat(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hasher has read the old bytes: now the file changes under it,
+	// keeping its size and (put back) its mtime and inode.
+	var hits int
+	testHookRead = func(name string) {
+		if name != "f" {
+			return
+		}
+		hits++
+		f, err := os.OpenFile(edited, os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, err := f.WriteAt([]byte("new"), 0); err != nil {
+			t.Error(err)
+		}
+		f.Close()
+		if err := os.Chtimes(edited, calm.ModTime(), calm.ModTime()); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookRead = nil }()
+
+	p := &spec.Phase{Addr: "p", Inputs: []string{"in"}}
+	f := newFinder(root, 2)
+	digestAll(t, f, p)
+	testHookRead = nil
+	if hits != 1 {
+		t.Fatalf("the hook saw f read %d times, want once", hits)
+	}
+	oldDigest := cache.HashBytes([]byte("old content of f"))
+	newDigest := cache.HashBytes([]byte("new content of f"))
+	now, err := workspace.StatPath(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := f.Mem.Lookup("in/f", now); ok && d == oldDigest {
+		t.Error("the memory gives the old content's digest for the edited file")
+	}
+	if err := f.Mem.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := memories.LoadMemory(filepath.Join(root, "digests")).Lookup("in/f", now); ok && d == oldDigest {
+		t.Error("the saved memory gives the old content's digest for the edited file")
+	}
+	for _, mem := range []string{"same process", "saved"} {
+		g := f
+		if mem == "saved" {
+			g = newFinder(root, 2)
+		}
+		for _, got := range digestAll(t, g, p) {
+			if got.Rel == "in/f" && got.Digest != newDigest {
+				t.Errorf("%s memory, next pass: in/f has digest %s, want its new content's %s", mem, got.Digest.Short(), newDigest.Short())
+			}
+		}
+	}
+}
