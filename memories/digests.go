@@ -6,7 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,18 +157,24 @@ func (f memFile) seek(at *int, path string) (memEntry, bool) {
 // would cost a stat each, and a record is a hundred bytes of a hint
 // (deleting the file drops them all, at the price of hashing again).
 func (m *Memory) merged() []byte {
-	keys := make([]string, 0, len(m.entries))
-	for k := range m.entries {
-		keys = append(keys, k)
+	// The entries are taken out of the map in one pass and sorted by
+	// path with their index: a lookup of each sorted path in the map
+	// again cost as much as the sort, after a first run's hundreds of
+	// thousands of records.
+	ents := make([]memEntry, 0, len(m.entries))
+	keys := make([]keyAt, 0, len(m.entries))
+	for k, e := range m.entries {
+		keys = append(keys, keyAt{k, len(ents)})
+		ents = append(ents, e)
 	}
-	sort.Strings(keys)
+	slices.SortFunc(keys, func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
 	recs := m.file.recs
 	n, size, at := len(recs)+len(keys), 0, 0
 	for _, rec := range recs {
 		size += len(rec)
 	}
 	for _, k := range keys {
-		if _, ok := m.file.seek(&at, k); ok {
+		if _, ok := m.file.seek(&at, k.key); ok {
 			n--
 		}
 	}
@@ -175,11 +183,11 @@ func (m *Memory) merged() []byte {
 	i := 0
 	for _, k := range keys {
 		j := i
-		_, found := m.file.seek(&j, k)
+		_, found := m.file.seek(&j, k.key)
 		for _, rec := range recs[i:j] {
 			w.B = append(w.B, rec...)
 		}
-		writeMemEntry(w, k, m.entries[k])
+		writeMemEntry(w, k.key, ents[k.at])
 		if i = j; found {
 			i++
 		}
@@ -188,6 +196,12 @@ func (m *Memory) merged() []byte {
 		w.B = append(w.B, rec...)
 	}
 	return w.Finish()
+}
+
+// keyAt is a recorded path and where its entry is.
+type keyAt struct {
+	key string
+	at  int
 }
 
 // writeMemEntry writes the record readMemEntry reads.
