@@ -274,6 +274,21 @@ func (m *Memory) Record(key string, st workspace.FileStat, d cache.Digest, hashe
 	m.mu.Unlock()
 }
 
+// Expect makes room for n more entries about to be recorded (the files a
+// phase is about to hash), so that a first run's hundreds of thousands
+// of records do not grow the map step by step under the lock.
+func (m *Memory) Expect(n int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n > len(m.entries) {
+		grown := make(map[string]memEntry, len(m.entries)+n)
+		for k, e := range m.entries {
+			grown[k] = e
+		}
+		m.entries = grown
+	}
+}
+
 // Digest returns the content digest of the file at abs, remembered under
 // key, reading the file only when its stat changed or is racy.
 func (m *Memory) Digest(key, abs string) (cache.Digest, fs.FileInfo, error) {
