@@ -63,7 +63,7 @@ func (c *Dir) StageFile(path string, beforeTemp func()) (*PendingBlob, error) {
 	}
 	b, err := c.stage(f, want, Digest{}, beforeTemp)
 	if err != nil {
-		return nil, fmt.Errorf("cache put %s: %w", path, NoSpace(err, c.root))
+		return nil, fmt.Errorf("cache put %s: %w", path, fsx.NoSpace(err, c.root))
 	}
 	b.what = path
 	return b, nil
@@ -98,9 +98,9 @@ func (b *PendingBlob) Inline() ([]byte, bool) {
 func (b *PendingBlob) Commit() error {
 	if err := b.c.commit(b); err != nil {
 		if b.what != "" {
-			return fmt.Errorf("cache put %s: %w", b.what, NoSpace(err, b.c.root))
+			return fmt.Errorf("cache put %s: %w", b.what, fsx.NoSpace(err, b.c.root))
 		}
-		return NoSpace(err, b.c.root)
+		return fsx.NoSpace(err, b.c.root)
 	}
 	return nil
 }
@@ -116,7 +116,7 @@ func (b *PendingBlob) Discard() {
 func (c *Dir) PutReader(r io.Reader) (Digest, int64, error) {
 	d, n, err := c.put(r, -1, Digest{})
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("cache put: %w", NoSpace(err, c.root))
+		return Digest{}, 0, fmt.Errorf("cache put: %w", fsx.NoSpace(err, c.root))
 	}
 	return d, n, nil
 }
@@ -131,7 +131,7 @@ func (c *Dir) PutBytes(b []byte) (Digest, error) {
 	}
 	got, _, err := c.put(bytes.NewReader(b), int64(len(b)), Digest{})
 	if err != nil {
-		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), NoSpace(err, c.root))
+		return Digest{}, fmt.Errorf("cache put %s: %w", d.Short(), fsx.NoSpace(err, c.root))
 	}
 	return got, nil
 }

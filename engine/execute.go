@@ -17,6 +17,7 @@ import (
 	"github.com/cairn-run/cairn/executor"
 	"github.com/cairn-run/cairn/executor/local"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/outputs"
 	"github.com/cairn-run/cairn/phasefile"
 	"github.com/cairn-run/cairn/runrec"
@@ -482,12 +483,12 @@ func (r *runner) attemptOutcome(a *attemptRun, code int, runErr error) attemptRe
 // (nearly) full, where its log is too and may have lost the phase's own
 // error message; otherwise it returns "".
 func (e *Engine) fullDiskNote() string {
-	free := cache.FreeSpace(e.ws.Root)
+	free := fsx.FreeSpace(e.ws.Root)
 	if free < 0 || free >= 1<<20 {
 		return ""
 	}
 	return fmt.Sprintf("the workspace's filesystem is full (%s free on %s), which may be why: free space there, then run cairn resume",
-		cache.FormatBytes(free), e.ws.Root)
+		fsx.FormatBytes(free), e.ws.Root)
 }
 
 // overBudget says how spent exceeds b, or returns "".
@@ -509,7 +510,7 @@ func (r *runner) succeed(ph *phaseRun, began time.Time) bool {
 	relErr := e.ws.Rel(ph.stderr)
 	failed := func(err error) bool {
 		perr := &PhaseError{Phase: p.Addr, Err: err, Log: relErr}
-		var ns *cache.NoSpaceError
+		var ns *fsx.NoSpaceError
 		if errors.As(err, &ns) {
 			perr.Note = "the cache is full: make room (cairn cache gc --max-size SIZE) or use a cache on a bigger disk (--cache-dir, CAIRN_CACHE_DIR), then run cairn resume"
 		}

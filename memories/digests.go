@@ -15,6 +15,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -358,7 +359,7 @@ func (m *Memory) Save() error {
 	if !m.dirty {
 		return nil
 	}
-	if err := cache.NoSpace(digestsFormat.Save(m.path, m.merged(), 0o644), filepath.Dir(m.path)); err != nil {
+	if err := fsx.NoSpace(digestsFormat.Save(m.path, m.merged(), 0o644), filepath.Dir(m.path)); err != nil {
 		return err
 	}
 	m.dirty = false

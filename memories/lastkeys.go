@@ -7,6 +7,7 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // LastKeys remembers the last key each phase succeeded or hit with in this
@@ -82,7 +83,7 @@ func (ki *LastKeys) Save() error {
 	if !ki.dirty {
 		return nil
 	}
-	if err := cache.NoSpace(keysStore.Save(ki.path, ki.keys), filepath.Dir(ki.path)); err != nil {
+	if err := fsx.NoSpace(keysStore.Save(ki.path, ki.keys), filepath.Dir(ki.path)); err != nil {
 		return err
 	}
 	ki.dirty = false

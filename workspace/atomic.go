@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/internal/proc"
 )
@@ -18,14 +17,14 @@ import (
 // rename, durable or not: after a power cut it must name complete content
 // (the old or the new), since a run record that does not parse is lost;
 // other state files (digests, keys, phasekeys) are rebuilt when damaged.
-// A full disk is reported with the free space left (cache.NoSpace).
+// A full disk is reported with the free space left (fsx.NoSpace).
 func WriteFileAtomic(path string, data []byte, perm os.FileMode, durable bool) error {
 	label := "ws"
 	syncFile := durable
 	if filepath.Base(path) == "state.json" {
 		label, syncFile = "state", true
 	}
-	return cache.NoSpace(fsx.WriteFileAtomic(path, data, perm, label, syncFile, durable), filepath.Dir(path))
+	return fsx.NoSpace(fsx.WriteFileAtomic(path, data, perm, label, syncFile, durable), filepath.Dir(path))
 }
 
 // removeRestoreTemps removes the temp files a restore of the cache leaves

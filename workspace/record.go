@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/runrec"
 )
@@ -19,7 +18,7 @@ import (
 // run in progress (.cairn/current) and stop requests. When the writer
 // writes follows the run (Ready: before the first phase changes the
 // workspace); a full disk is reported with the free space left
-// (cache.NoSpace), as every other write of a run is.
+// (fsx.NoSpace), as every other write of a run is.
 
 // Records returns the workspace's directory of run records.
 func (w *Workspace) Records() runrec.Dir { return runrec.Dir(w.RunsDir()) }
@@ -184,7 +183,7 @@ func (sf *StateWriter) write(mode stateSync) error {
 			return fmt.Errorf("create run directory: %w", err)
 		}
 	}
-	return cache.NoSpace(fsx.WriteFileAtomicVia(sf.tmpDir, sf.path, b, 0o600, "state", mode >= syncFile, mode == syncAll), filepath.Dir(sf.path))
+	return fsx.NoSpace(fsx.WriteFileAtomicVia(sf.tmpDir, sf.path, b, 0o600, "state", mode >= syncFile, mode == syncAll), filepath.Dir(sf.path))
 }
 
 // Close stops the background loop and writes the final state: durably if

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/cache/remote"
 	"github.com/cairn-run/cairn/cache/remote/s3"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // s3Remote returns the S3 client behind c's remote, or a usage error
@@ -53,11 +53,11 @@ func remoteGC(cmd *cobra.Command, g *globals, maxAge time.Duration, dry, asJSON 
 	if dry {
 		verb = "would remove"
 		for _, it := range rep.Removed {
-			fmt.Fprintf(out, "would remove %s %s (%s, last used %s)\n", it.Kind, shortID(it.ID), cache.FormatBytes(it.Size), it.LastUse.Local().Format("2006-01-02 15:04"))
+			fmt.Fprintf(out, "would remove %s %s (%s, last used %s)\n", it.Kind, shortID(it.ID), fsx.FormatBytes(it.Size), it.LastUse.Local().Format("2006-01-02 15:04"))
 		}
 	}
 	fmt.Fprintf(out, "gc --remote %s: %s %s and %s (%s), %d unfinished uploads; kept %s and %s\n",
-		s, verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.UploadsAborted,
+		s, verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), fsx.FormatBytes(rep.BytesRemoved), rep.UploadsAborted,
 		progress.Plural(rep.EntriesKept, "entry"), progress.Plural(rep.BlobsKept, "blob"))
 	for _, w := range rep.Warnings {
 		g.warn("gc --remote: " + w)
@@ -75,6 +75,6 @@ func printRemoteUsage(cmd *cobra.Command, out io.Writer, c *remote.Tiered) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "remote      %s: %d entries (%s), %d blobs (%s)\n", s, u.Entries, cache.FormatBytes(u.EntryBytes), u.Blobs, cache.FormatBytes(u.BlobBytes))
+	fmt.Fprintf(out, "remote      %s: %d entries (%s), %d blobs (%s)\n", s, u.Entries, fsx.FormatBytes(u.EntryBytes), u.Blobs, fsx.FormatBytes(u.BlobBytes))
 	return nil
 }

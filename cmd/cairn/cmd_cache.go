@@ -18,6 +18,7 @@ import (
 	"github.com/cairn-run/cairn/cache/upkeep"
 	"github.com/cairn-run/cairn/cmd/cairn/internal/progress"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 func newCacheCommand(g *globals) *cobra.Command {
@@ -250,23 +251,23 @@ func newCacheStatsCommand(g *globals) *cobra.Command {
 				mode = "shared with its group"
 			}
 			fmt.Fprintf(out, "cache       %s (%s)\n", st.Root, mode)
-			fmt.Fprintf(out, "entries     %d (%s)\n", st.Entries, cache.FormatBytes(st.EntryBytes))
-			fmt.Fprintf(out, "blobs       %d (%s on disk, %d compressed)\n", st.Blobs, cache.FormatBytes(st.BlobBytes), st.CompressedBlobs)
+			fmt.Fprintf(out, "entries     %d (%s)\n", st.Entries, fsx.FormatBytes(st.EntryBytes))
+			fmt.Fprintf(out, "blobs       %d (%s on disk, %d compressed)\n", st.Blobs, fsx.FormatBytes(st.BlobBytes), st.CompressedBlobs)
 			if st.CompressionRatio > 0 {
-				fmt.Fprintf(out, "compression %.2f× (%s of content", st.CompressionRatio, cache.FormatBytes(st.UncompressedBytes))
+				fmt.Fprintf(out, "compression %.2f× (%s of content", st.CompressionRatio, fsx.FormatBytes(st.UncompressedBytes))
 				if st.UnknownSizeBlobs > 0 {
 					fmt.Fprintf(out, "; %d large compressed blobs not counted", st.UnknownSizeBlobs)
 				}
 				fmt.Fprintln(out, ")")
 			}
-			fmt.Fprintf(out, "total       %s\n", cache.FormatBytes(st.Bytes))
+			fmt.Fprintf(out, "total       %s\n", fsx.FormatBytes(st.Bytes))
 			if onRemote {
 				if err := printRemoteUsage(cmd, out, c); err != nil {
 					return err
 				}
 			}
 			if st.TempFiles > 0 || st.Quarantined > 0 {
-				fmt.Fprintf(out, "other       %d temp files (%s), %d quarantined (%s)\n", st.TempFiles, cache.FormatBytes(st.TempBytes), st.Quarantined, cache.FormatBytes(st.QuarantineBytes))
+				fmt.Fprintf(out, "other       %d temp files (%s), %d quarantined (%s)\n", st.TempFiles, fsx.FormatBytes(st.TempBytes), st.Quarantined, fsx.FormatBytes(st.QuarantineBytes))
 			}
 			if len(st.Sessions) > 0 {
 				fmt.Fprintf(out, "hit rate    %.0f%% over the last %s (%d hits, %d misses, %d stored)\n",
@@ -346,7 +347,7 @@ rebuilds it), removes orphaned temp files and fixes the modes of your files.
 					mbps = float64(rep.ReadBytes) / 1e6 / s
 				}
 				fmt.Fprintf(out, "verified %s (%d read) and %s, %s in %s (%.0f MB/s): %s\n",
-					progress.Plural(rep.Blobs, "blob"), rep.BlobsRead, progress.Plural(rep.Entries, "entry"), cache.FormatBytes(rep.Bytes),
+					progress.Plural(rep.Blobs, "blob"), rep.BlobsRead, progress.Plural(rep.Entries, "entry"), fsx.FormatBytes(rep.Bytes),
 					rep.Elapsed.Round(time.Millisecond), mbps, verdict(rep))
 			}
 			if code := rep.ExitCode(); code != 0 {
@@ -507,7 +508,7 @@ blobs only they referenced, and multipart uploads left unfinished as long.`,
 			}
 			if dry {
 				for _, it := range rep.Removed {
-					fmt.Fprintf(out, "would remove %s %s (%s, %s, last used %s)\n", it.Kind, shortID(it.ID), cache.FormatBytes(it.Size), it.Reason, it.LastUse.Local().Format("2006-01-02 15:04"))
+					fmt.Fprintf(out, "would remove %s %s (%s, %s, last used %s)\n", it.Kind, shortID(it.ID), fsx.FormatBytes(it.Size), it.Reason, it.LastUse.Local().Format("2006-01-02 15:04"))
 				}
 			}
 			verb := "removed"
@@ -515,8 +516,8 @@ blobs only they referenced, and multipart uploads left unfinished as long.`,
 				verb = "would remove"
 			}
 			fmt.Fprintf(out, "gc %s %s and %s (%s), %d temp files; %s → %s; kept %s (%d in use by running runs)\n",
-				verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), cache.FormatBytes(rep.BytesRemoved), rep.TempRemoved,
-				cache.FormatBytes(rep.BytesBefore), cache.FormatBytes(rep.BytesAfter), progress.Plural(rep.EntriesKept, "entry"), rep.Protected)
+				verb, progress.Plural(rep.EntriesRemoved, "entry"), progress.Plural(rep.BlobsRemoved, "blob"), fsx.FormatBytes(rep.BytesRemoved), rep.TempRemoved,
+				fsx.FormatBytes(rep.BytesBefore), fsx.FormatBytes(rep.BytesAfter), progress.Plural(rep.EntriesKept, "entry"), rep.Protected)
 			for _, w := range rep.Warnings {
 				g.warn("gc: " + w)
 			}

@@ -5,5 +5,7 @@
 // implementations of package fsxtest with [Set] to fail the n-th call of an
 // operation or to enumerate the states a power cut could leave.
 //
-// Reads do not go through it: they verify what they read instead.
+// Reads do not go through it: they verify what they read instead. A
+// write that fails for want of room is told as a [NoSpaceError], saying
+// how much is left where.
 package fsx

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cairn-run/cairn/cache"
+	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/internal/hashmeter"
 )
 
@@ -59,9 +59,9 @@ func (v *termView) HashProgress(phase string, p hashmeter.Progress) {
 // The rate and the time left appear once they are known.
 func hashLine(phase string, p hashmeter.Progress) string {
 	line := fmt.Sprintf("hashing inputs of %s: %s of %s files, %s of %s", phase, grouped(p.FilesDone), grouped(p.FilesTotal),
-		cache.FormatBytes(p.BytesDone), cache.FormatBytes(p.BytesTotal))
+		fsx.FormatBytes(p.BytesDone), fsx.FormatBytes(p.BytesTotal))
 	if r := p.Rate(); r > 0 {
-		line += ", " + cache.FormatBytes(int64(r)) + "/s"
+		line += ", " + fsx.FormatBytes(int64(r)) + "/s"
 	}
 	if left, ok := p.ETA(); ok {
 		line += ", about " + fmtLeft(left) + " left"

@@ -23,8 +23,8 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/engine"
+	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/runrec"
 )
 
@@ -298,7 +298,7 @@ func summaryLine(res *engine.RunResult, verbose bool) string {
 		line += "; removed " + Plural(res.TempRemoved, "temporary output")
 	}
 	if verbose {
-		line += fmt.Sprintf("; hashed %s, %s", Plural(int(res.HashedFiles), "file"), cache.FormatBytes(res.HashedBytes))
+		line += fmt.Sprintf("; hashed %s, %s", Plural(int(res.HashedFiles), "file"), fsx.FormatBytes(res.HashedBytes))
 	}
 	return line
 }
