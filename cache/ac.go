@@ -139,7 +139,7 @@ func (c *Dir) putEntryFile(key ActionID, b []byte, refs []blobRef) error {
 	if _, err := t.Write(b); err != nil {
 		return err
 	}
-	if err := t.commit(); err != nil {
+	if err := t.commit(true); err != nil {
 		return err
 	}
 	// Check the blobs again and refresh them just before publishing: a GC

@@ -192,9 +192,10 @@ func (t *tempFile) Write(p []byte) (int, error) {
 	return t.f.Write(p)
 }
 
-// commit makes the temp file's bytes durable and read-only: chmod, then
-// Sync, then Close, checking every error. After commit it may be published.
-func (t *tempFile) commit() error {
+// commit makes the temp file's bytes durable (unless !sync: a syncfs
+// of the batch will) and read-only: chmod, then Sync, then Close,
+// checking every error. After commit it may be published.
+func (t *tempFile) commit(sync bool) error {
 	st, err := t.f.Stat()
 	if err == nil {
 		err = failpoint.Hit(t.fp + ".chmod")
@@ -202,10 +203,10 @@ func (t *tempFile) commit() error {
 	if err == nil {
 		err = t.f.Chmod(t.p.objectMode(st.Mode()))
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = failpoint.Hit(t.fp + ".fsync")
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = t.f.Sync()
 	}
 	if err == nil {

@@ -15,7 +15,7 @@ func commitTemp(t *testing.T, dir, content string) *tempFile {
 	if _, err := tf.Write([]byte(content)); err != nil {
 		t.Fatal(err)
 	}
-	if err := tf.commit(); err != nil {
+	if err := tf.commit(true); err != nil {
 		t.Fatal(err)
 	}
 	return tf

@@ -9,9 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/cairn-run/cairn/cache/zblob"
+	"github.com/cairn-run/cairn/internal/failpoint"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -238,6 +240,21 @@ func (c *Dir) stage(r io.Reader, want int64, expect Digest, beforeTemp func()) (
 // commit writes staged content out if it is not yet in a temp file and
 // publishes it (see publishBlob). The temp file is removed in any case.
 func (c *Dir) commit(b *PendingBlob) error {
+	t, err := c.writeOut(b, true)
+	if t == nil || err != nil {
+		return err
+	}
+	defer t.abort()
+	if err := c.publishBlob(t, b.Digest, b.Size, b.compressed, true); err != nil {
+		return err
+	}
+	b.present = true
+	return nil
+}
+
+// writeOut puts staged content in a committed temp file, synced if sync,
+// and returns it; none (nil) if the cache holds the blob already.
+func (c *Dir) writeOut(b *PendingBlob, sync bool) (*tempFile, error) {
 	if b.small {
 		// Staged for inlining, stored in cas/ after all: now look for
 		// it there, and decide whether to compress it.
@@ -246,50 +263,117 @@ func (c *Dir) commit(b *PendingBlob) error {
 		if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
 			touchObject(p)
 			b.present, b.data = true, nil
-			return nil
+			return nil, nil
 		}
 		if z, compressed := zblob.CompressSample(b.data); compressed {
 			b.data, b.compressed = z, true
 		}
 	}
 	if b.present {
-		return nil
+		return nil, nil
 	}
 	t := b.t
 	if t == nil {
 		var err error
 		if t, err = c.newTemp("blob"); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := t.Write(b.data); err != nil {
 			t.abort()
-			return err
+			return nil, err
 		}
 	}
 	b.t, b.data = nil, nil
-	defer t.abort()
 	d, n := b.Digest, b.Size
 	// A blob already present needs no fsync of a copy that will be thrown
 	// away: content-addressed objects are write-once.
 	if p, st, ok := c.lstatBlob(d); ok && plausibleBlob(st, p == c.blobPath(d, false), n) {
 		touchObject(p)
 		b.present = true
-		return nil
+		t.abort()
+		return nil, nil
 	}
-	if err := t.commit(); err != nil {
-		return err
+	if err := t.commit(sync); err != nil {
+		t.abort()
+		return nil, err
 	}
-	if err := c.publishBlob(t, d, n, b.compressed); err != nil {
-		return err
+	return t, nil
+}
+
+// batchMin is the number of blobs from which CommitAll makes them
+// durable together.
+const batchMin = 16
+
+// CommitAll commits every staged blob, as Commit does each, and discards
+// the rest after a failure. Many blobs of one cache are made durable
+// together (FORMAT.md, "Many blobs at once"): all written, one syncfs,
+// all linked, one more syncfs, instead of two fsyncs per blob.
+func CommitAll(pend []*PendingBlob) error {
+	done, err := commitBatch(pend)
+	for i := 0; !done && i < len(pend) && err == nil; i++ {
+		if err = pend[i].Commit(); err != nil {
+			pend = pend[i+1:]
+		}
 	}
-	b.present = true
-	return nil
+	if err != nil {
+		for _, b := range pend {
+			b.Discard()
+		}
+	}
+	return err
+}
+
+// commitBatch is CommitAll's batch; done is false, with nothing done, if
+// the blobs are too few, of several caches, or the platform cannot sync
+// a filesystem.
+func commitBatch(pend []*PendingBlob) (done bool, err error) {
+	if len(pend) < batchMin || slices.ContainsFunc(pend, func(b *PendingBlob) bool { return b.c != pend[0].c }) {
+		return false, nil
+	}
+	c := pend[0].c
+	s, err := fsx.Get().OpenFS(c.root) // before any write: its Sync reports theirs
+	if err != nil {
+		return false, nil
+	}
+	defer s.Close()
+	temps := make([]*tempFile, len(pend))
+	defer func() {
+		for _, t := range temps {
+			t.abort()
+		}
+	}()
+	for i, b := range pend {
+		if temps[i], err = c.writeOut(b, false); err != nil {
+			return true, fmt.Errorf("cache put %s: %w", b.what, fsx.NoSpace(err, c.root))
+		}
+	}
+	sync := func() error {
+		if err := failpoint.Hit("blob.syncfs"); err != nil {
+			return err
+		}
+		return fsx.NoSpace(s.Sync(), c.root)
+	}
+	if err := sync(); err != nil {
+		return true, fmt.Errorf("cache put: %w", err)
+	}
+	// Each content is durable: its name may now be published.
+	for i, b := range pend {
+		if temps[i] != nil {
+			if err := c.publishBlob(temps[i], b.Digest, b.Size, b.compressed, false); err != nil {
+				return true, fmt.Errorf("cache put %s: %w", b.what, fsx.NoSpace(err, c.root))
+			}
+		}
+	}
+	if err := sync(); err != nil {
+		return true, fmt.Errorf("cache put: %w", err)
+	}
+	return true, nil
 }
 
 // publishBlob links the committed temp file into cas/ as blob d and syncs
-// the shard directory. An existing copy (raw or compressed) is kept unless
+// the shard directory if sync. An existing copy (raw or compressed) is kept unless
 // it is visibly broken, in which case it is quarantined and replaced.
-func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) error {
+func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed, sync bool) error {
 	dst := c.blobPath(d, compressed)
 	for try := 0; try < 3; try++ {
 		if p, st, ok := c.lstatBlob(d); ok {
@@ -304,8 +388,11 @@ func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed bool) er
 		if err != nil {
 			return err
 		}
-		if !existed {
+		if !existed && sync {
 			return t.syncDir(filepath.Dir(dst))
+		}
+		if !existed {
+			return nil
 		}
 		// Lost a race; check what won on the next turn.
 	}

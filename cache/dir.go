@@ -264,7 +264,7 @@ func (c *Dir) RewriteFormat() error {
 	if _, err := t.Write([]byte(formatContent)); err != nil {
 		return err
 	}
-	if err := t.commit(); err != nil {
+	if err := t.commit(true); err != nil {
 		return err
 	}
 	if err := os.Rename(t.path, filepath.Join(c.root, FormatFile)); err != nil {
@@ -290,7 +290,7 @@ func (c *Dir) writeOnce(name string, b []byte) error {
 	if _, err := t.Write(b); err != nil {
 		return err
 	}
-	if err := t.commit(); err != nil {
+	if err := t.commit(true); err != nil {
 		return err
 	}
 	if _, err := publish(t, dst); err != nil {

@@ -215,15 +215,7 @@ func (in *InlineBlobs) Add(d cache.Digest, data []byte) bool {
 
 // CommitAll makes staged blobs durable, and drops the rest after a
 // failure.
-func CommitAll(pend []*cache.PendingBlob) error {
-	for i, b := range pend {
-		if err := b.Commit(); err != nil {
-			discardAll(pend[i+1:])
-			return err
-		}
-	}
-	return nil
-}
+func CommitAll(pend []*cache.PendingBlob) error { return cache.CommitAll(pend) }
 
 func discardAll(pend []*cache.PendingBlob) {
 	for _, b := range pend {

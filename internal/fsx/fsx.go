@@ -33,6 +33,19 @@ type FS interface {
 	// SyncDir fsyncs a directory, so the names created in it survive a
 	// crash.
 	SyncDir(dir string) error
+	// OpenFS returns a syncer of the whole filesystem holding dir, or an
+	// error wrapping errors.ErrUnsupported where the platform has none.
+	OpenFS(dir string) (FSSyncer, error)
+}
+
+// FSSyncer makes every change made so far to one filesystem durable at
+// once (syncfs(2)): one flush of many files instead of an fsync of each.
+// Sync reports the write-back errors of the filesystem since the syncer
+// was opened (Linux 5.8 and later), so a caller opens it before writing
+// what it is to make durable.
+type FSSyncer interface {
+	Sync() error
+	Close() error
 }
 
 // OS is the real file system.
@@ -64,6 +77,8 @@ func (OS) SyncDir(dir string) error {
 	}
 	return err
 }
+
+func (OS) OpenFS(dir string) (FSSyncer, error) { return openFS(dir) }
 
 type holder struct{ FS }
 

@@ -12,7 +12,8 @@ import (
 type Op string
 
 // The operations. Chmod counts both chmod(2) and fchmod(2); Sync is a
-// file's fsync, SyncDir a directory's.
+// file's fsync, SyncDir a directory's, SyncFS a whole filesystem's (its
+// path is the directory the syncer was opened on).
 const (
 	OpOpen    Op = "open"
 	OpWrite   Op = "write"
@@ -24,10 +25,11 @@ const (
 	OpRename  Op = "rename"
 	OpRemove  Op = "remove"
 	OpSyncDir Op = "syncdir"
+	OpSyncFS  Op = "syncfs"
 )
 
 // Ops lists every operation.
-var Ops = []Op{OpOpen, OpWrite, OpChmod, OpSync, OpClose, OpMkdir, OpLink, OpRename, OpRemove, OpSyncDir}
+var Ops = []Op{OpOpen, OpWrite, OpChmod, OpSync, OpClose, OpMkdir, OpLink, OpRename, OpRemove, OpSyncDir, OpSyncFS}
 
 // Fault is an fsx.FS that makes the N-th call of Op fail with Err (N = 0:
 // every call), counting only calls on paths containing Match. With Drop
@@ -157,6 +159,30 @@ func (f *Fault) SyncDir(dir string) error {
 		return f.pathErr(OpSyncDir, dir)
 	}
 	return f.Base.SyncDir(dir)
+}
+
+func (f *Fault) OpenFS(dir string) (fsx.FSSyncer, error) {
+	s, err := f.Base.OpenFS(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &faultSyncer{FSSyncer: s, fs: f, dir: dir}, nil
+}
+
+type faultSyncer struct {
+	fsx.FSSyncer
+	fs  *Fault
+	dir string
+}
+
+func (s *faultSyncer) Sync() error {
+	if s.fs.hit(OpSyncFS, s.dir) {
+		if s.fs.Drop {
+			return nil
+		}
+		return s.fs.pathErr(OpSyncFS, s.dir)
+	}
+	return s.FSSyncer.Sync()
 }
 
 type faultFile struct {

@@ -16,7 +16,7 @@ import (
 // Event is one operation in a Recorder's log, in terms of what reaches the
 // disk: directory entries naming inodes, and writes to inodes.
 type Event struct {
-	Kind  string // create, write, sync, mkdir, link, rename, remove, syncdir, mark
+	Kind  string // create, write, sync, mkdir, link, rename, remove, syncdir, syncfs, mark
 	Path  string // relative to the root; the new name for link and rename
 	Old   string // rename: the old name
 	Inode int    // create, write, sync, link, rename (the inode moved), remove
@@ -207,6 +207,34 @@ func (r *Recorder) SyncDir(dir string) error {
 	return nil
 }
 
+// OpenFS returns a syncer whose Sync, for a directory under Root, makes
+// everything logged before it durable: the Recorder models one
+// filesystem.
+func (r *Recorder) OpenFS(dir string) (fsx.FSSyncer, error) {
+	s, err := r.Base.OpenFS(dir)
+	if err != nil {
+		return nil, err
+	}
+	_, under := r.rel(dir)
+	return &recSyncer{FSSyncer: s, r: r, under: under}, nil
+}
+
+type recSyncer struct {
+	fsx.FSSyncer
+	r     *Recorder
+	under bool
+}
+
+func (s *recSyncer) Sync() error {
+	if err := s.FSSyncer.Sync(); err != nil {
+		return err
+	}
+	if s.under {
+		s.r.add(Event{Kind: "syncfs"})
+	}
+	return nil
+}
+
 type recFile struct {
 	fsx.File
 	r     *Recorder
@@ -247,7 +275,8 @@ type CrashState struct {
 //     survive or be reverted, each independently;
 //   - a write survives if a later Sync of its file is in the prefix;
 //     otherwise it is kept, dropped, or replaced with garbage of the same
-//     length, each independently.
+//     length, each independently;
+//   - every event before a SyncFS (syncfs) in the prefix survives.
 //
 // When a prefix has more than limit combinations, limit random ones (seeded)
 // plus the two extremes are visited. fn's error stops the walk.
@@ -317,7 +346,7 @@ func choices(e Event) int {
 	switch e.Kind {
 	case "write":
 		return 3 // kept, dropped, garbage
-	case "mark", "sync", "syncdir":
+	case "mark", "sync", "syncdir", "syncfs":
 		return 1
 	}
 	return 2 // kept, reverted
@@ -327,6 +356,11 @@ func choices(e Event) int {
 // at the end of prefix.
 func durable(prefix []Event, j int) bool {
 	e := prefix[j]
+	for _, l := range prefix[j+1:] {
+		if l.Kind == "syncfs" {
+			return true
+		}
+	}
 	switch e.Kind {
 	case "write":
 		for _, l := range prefix[j+1:] {
@@ -335,7 +369,7 @@ func durable(prefix []Event, j int) bool {
 			}
 		}
 		return false
-	case "mark", "sync", "syncdir":
+	case "mark", "sync", "syncdir", "syncfs":
 		return true
 	}
 outer:
