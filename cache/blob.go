@@ -376,7 +376,8 @@ func commitBatch(pend []*PendingBlob) (done bool, err error) {
 func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed, sync bool) error {
 	dst := c.blobPath(d, compressed)
 	for try := 0; try < 3; try++ {
-		if p, st, ok := c.lstatBlob(d); ok {
+		// A batch (!sync) has just looked for the blob: it links first.
+		if p, st, ok := c.lookBlob(d, sync || try > 0); ok {
 			if plausibleBlob(st, p == c.blobPath(d, false), size) {
 				touchObject(p)
 				return nil // keep the existing copy: first writer wins
@@ -397,6 +398,14 @@ func (c *Dir) publishBlob(t *tempFile, d Digest, size int64, compressed, sync bo
 		// Lost a race; check what won on the next turn.
 	}
 	return errors.New("a damaged copy is in the way and could not be moved")
+}
+
+// lookBlob is lstatBlob if look, else nothing found.
+func (c *Dir) lookBlob(d Digest, look bool) (string, fs.FileInfo, bool) {
+	if !look {
+		return "", nil, false
+	}
+	return c.lstatBlob(d)
 }
 
 // lstatBlob returns whatever is at blob d's raw path, else at its

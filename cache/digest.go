@@ -9,6 +9,7 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/cairn-run/cairn/cache/maphash"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
 
@@ -110,7 +111,7 @@ func HashBytes(b []byte) Digest { return sha256.Sum256(b) }
 
 // HashFile returns the Digest and size of the file at path, reading it once
 // with a large buffer, or, if it is a large regular file, through mappings
-// of it (hashMapped).
+// of it (package maphash).
 //
 // Only a regular file is hashed: a FIFO would block for ever and a device
 // such as /dev/zero never end. The file is opened non-blocking (a FIFO
@@ -138,14 +139,14 @@ func HashFileContext(ctx context.Context, path string) (Digest, int64, error) {
 	if !fi.Mode().IsRegular() {
 		return Digest{}, 0, fmt.Errorf("hash %s: it is %s, not a regular file", path, fsx.FileKind(fi.Mode()))
 	}
-	d, n, ok, err := hashMapped(ctx, f, fi.Size())
+	sum, n, ok, err := maphash.Sum(ctx, f, fi.Size())
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}
 	if ok {
-		return d, n, nil
+		return sum, n, nil
 	}
-	d, n, err = copyHashedContext(ctx, nil, f)
+	d, n, err := copyHashedContext(ctx, nil, f)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("hash %s: %w", path, err)
 	}

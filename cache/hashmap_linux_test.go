@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cairn-run/cairn/cache/maphash"
 	"github.com/cairn-run/cairn/internal/hashmeter"
 )
 
@@ -17,10 +18,10 @@ import (
 // files cross window boundaries. It returns the window.
 func withSmallMapping(t *testing.T) int {
 	t.Helper()
-	minWas, windowWas := mmapHashMin, mmapHashWindow
+	minWas, windowWas := maphash.MinSize, maphash.Window
 	w := max(16<<10, os.Getpagesize())
-	mmapHashMin, mmapHashWindow = 4*int64(w), int64(w)
-	t.Cleanup(func() { mmapHashMin, mmapHashWindow = minWas, windowWas })
+	maphash.MinSize, maphash.Window = 4*int64(w), int64(w)
+	t.Cleanup(func() { maphash.MinSize, maphash.Window = minWas, windowWas })
 	return w
 }
 
@@ -35,9 +36,9 @@ func TestHashFileMappedMatchesRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		mapped := 0
-		testHookMapped = func() { mapped++ }
+		maphash.TestHookMapped = func() { mapped++ }
 		d, n, err := HashFile(p)
-		testHookMapped = nil
+		maphash.TestHookMapped = nil
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,8 +46,8 @@ func TestHashFileMappedMatchesRead(t *testing.T) {
 			t.Errorf("size %d: HashFile = %s, %d; want %s, %d", size, d.Short(), n, want.Short(), size)
 		}
 		wantMapped := 0
-		if int64(size) >= mmapHashMin {
-			wantMapped = int((int64(size) + mmapHashWindow - 1) / mmapHashWindow)
+		if int64(size) >= maphash.MinSize {
+			wantMapped = int((int64(size) + maphash.Window - 1) / maphash.Window)
 		}
 		if mapped != wantMapped {
 			t.Errorf("size %d: %d windows mapped, want %d", size, mapped, wantMapped)
@@ -67,7 +68,7 @@ func TestHashFileShrunkWhileMapped(t *testing.T) {
 	}
 	keep := int64(w + os.Getpagesize())
 	cut := false
-	testHookMapped = func() {
+	maphash.TestHookMapped = func() {
 		if !cut {
 			cut = true
 			if err := os.Truncate(p, keep); err != nil {
@@ -75,7 +76,7 @@ func TestHashFileShrunkWhileMapped(t *testing.T) {
 			}
 		}
 	}
-	defer func() { testHookMapped = nil }()
+	defer func() { maphash.TestHookMapped = nil }()
 	d, n, err := HashFile(p)
 	if err != nil {
 		t.Fatal(err)

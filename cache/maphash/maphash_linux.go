@@ -1,4 +1,10 @@
-package cache
+// Package maphash hashes a large regular file through read-only mappings
+// of the page cache, a window at a time, rather than read(2) into a
+// buffer: that saves copying every byte once, which matters for files of
+// many MiB. For small files the mapping's own cost eats the saving, so
+// they are left to the caller to read. It knows an open file and SHA-256,
+// nothing of blobs or keys.
+package maphash
 
 import (
 	"context"
@@ -13,31 +19,28 @@ import (
 	"github.com/cairn-run/cairn/internal/hashmeter"
 )
 
-// A large file is hashed through a read-only mapping of the page cache,
-// a window at a time, rather than read(2) into a buffer: that saves
-// copying every byte once, which matters for files of many MiB. For small
-// files the mapping's own cost eats the saving, so they are read. The
-// window's size makes no difference to the speed; a moderate one keeps
-// what the mappings add to cairn's RSS small.
+// MinSize is the size from which Sum maps a file. The window's size
+// makes no difference to the speed; a moderate one keeps what the
+// mappings add to the process's RSS small. Tests make both smaller.
 var (
-	mmapHashMin    int64 = 8 << 20
-	mmapHashWindow int64 = 16 << 20
+	MinSize int64 = 8 << 20
+	Window  int64 = 16 << 20
 )
 
-// testHookMapped, set by tests only, is called after each window of a
+// TestHookMapped, set by tests only, is called after each window of a
 // file is mapped, before it is hashed.
-var testHookMapped func()
+var TestHookMapped func()
 
-// hashMapped returns the digest and size of f, a regular file of size
+// Sum returns the digest and size of f, a regular file of size
 // bytes opened for reading at offset 0, hashed through mappings of it. ok
 // is false when it did not hash it: f is small, or not mappable, or
 // shrank while mapped (reading a page past its new end raises SIGBUS,
 // which debug.SetPanicOnFault turns into a panic recovered here). f's
 // offset is not moved either way: the caller reads it instead. err is
 // ctx's error once ctx is done, checked before each window.
-func hashMapped(ctx context.Context, f *os.File, size int64) (d Digest, n int64, ok bool, err error) {
-	if size < mmapHashMin {
-		return Digest{}, 0, false, nil
+func Sum(ctx context.Context, f *os.File, size int64) (d [32]byte, n int64, ok bool, err error) {
+	if size < MinSize {
+		return [32]byte{}, 0, false, nil
 	}
 	var window []byte
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
@@ -49,31 +52,31 @@ func hashMapped(ctx context.Context, f *os.File, size int64) (d Digest, n int64,
 			if re, isRuntime := r.(runtime.Error); !isRuntime || !faulted(re) {
 				panic(r)
 			}
-			d, n, ok, err = Digest{}, 0, false, nil
+			d, n, ok, err = [32]byte{}, 0, false, nil
 		}
 	}()
 	h := sha256.New()
 	fd := int(f.Fd())
-	for off := int64(0); off < size; off += mmapHashWindow {
+	for off := int64(0); off < size; off += Window {
 		if err := ctx.Err(); err != nil {
-			return Digest{}, 0, false, err
+			return [32]byte{}, 0, false, err
 		}
 		_ = failpoint.Hit("hash.window")
-		w := min(mmapHashWindow, size-off)
+		w := min(Window, size-off)
 		b, err := unix.Mmap(fd, off, int(w), unix.PROT_READ, unix.MAP_SHARED)
 		if err != nil {
-			return Digest{}, 0, false, nil
+			return [32]byte{}, 0, false, nil
 		}
 		window = b
 		_ = unix.Madvise(b, unix.MADV_SEQUENTIAL)
-		if testHookMapped != nil {
-			testHookMapped()
+		if TestHookMapped != nil {
+			TestHookMapped()
 		}
 		h.Write(b)
 		hashmeter.Window(ctx, w)
 		window = nil
 		if err := unix.Munmap(b); err != nil {
-			return Digest{}, 0, false, nil
+			return [32]byte{}, 0, false, nil
 		}
 	}
 	h.Sum(d[:0])
