@@ -103,8 +103,8 @@ func TestHashMappedCountsWindows(t *testing.T) {
 	defer m.Done()
 	ctx := m.Watch(context.Background(), size)
 	var seen []int64
-	testHookMapped = func() { seen = append(seen, m.Progress().BytesDone) }
-	defer func() { testHookMapped = nil }()
+	maphash.TestHookMapped = func() { seen = append(seen, m.Progress().BytesDone) }
+	defer func() { maphash.TestHookMapped = nil }()
 	if _, _, err := HashFileContext(ctx, p); err != nil {
 		t.Fatal(err)
 	}
