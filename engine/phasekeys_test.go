@@ -239,7 +239,7 @@ func TestPhaseKeysRacyEditSeen(t *testing.T) {
 	must(t, os.Chtimes(filepath.Join(s.dir, "in.txt"), soon, soon))
 	s.run(t, RunOptions{})
 	e := s.engine(t)
-	fp, key, racy, ok := e.phaseKeys.Entry("a")
+	_, key, racy, ok := e.phaseKeys.Entry("a")
 	if !ok || len(racy) != 1 || racy[0].Path != "in.txt" {
 		t.Fatalf("phase a remembered: %v, racy inputs %+v; want in.txt racy", ok, racy)
 	}
@@ -253,7 +253,7 @@ func TestPhaseKeysRacyEditSeen(t *testing.T) {
 	must(t, os.Chtimes(filepath.Join(s.dir, "in.txt"), soon, soon))
 	g, err := e.gather(e.spec.Phase("a"), nil)
 	must(t, err)
-	fp = e.fingerprint(g)
+	fp := e.fingerprint(g)
 	st, err := workspace.StatPath(filepath.Join(s.dir, "in.txt"))
 	must(t, err)
 	racy[0].Stat = st
