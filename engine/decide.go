@@ -366,9 +366,14 @@ func (e *Engine) decideHit(d *Decision, p *spec.Phase, k *keying, entry *cache.E
 // (temporary, gone), and returns the outputs the entry does not hold that
 // the spec no longer calls temporary.
 func (e *Engine) outputsToRestore(d *Decision, p *spec.Phase) (unstored []string) {
-	for _, o := range p.Outputs {
+	outs := make([]string, len(p.Outputs))
+	for i, o := range p.Outputs {
+		outs[i] = o.Path
+	}
+	unmatched := e.out.Unmatched(outs, d.parts)
+	for i, o := range p.Outputs {
 		part := d.parts[o.Path]
-		if e.out.Matches(o.Path, part) {
+		if !unmatched[i] {
 			continue
 		}
 		switch {

@@ -58,11 +58,18 @@ func Checkout(ws workspace.Workspace, c *remote.Tiered, st *runrec.RunState) (*C
 			return res, fmt.Errorf("phase %s: cached result %s %s; refusing to restore it", addr, key.Short(), problem)
 		}
 		restored := false
+		// A temporary output is not in the cache: the run removed it
+		// once the phases reading it were done.
+		var stored []string
 		for _, o := range Declared(entry) {
+			if !Temporary(parts[o]) {
+				stored = append(stored, o)
+			}
+		}
+		unmatched := out.Unmatched(stored, parts)
+		for i, o := range stored {
 			part := parts[o]
-			// A temporary output is not in the cache: the run removed
-			// it once the phases reading it were done.
-			if Temporary(part) || out.Matches(o, part) {
+			if !unmatched[i] {
 				continue
 			}
 			if err := out.Restore(o, part, entry.Inline); err != nil {

@@ -346,50 +346,6 @@ func (k *Keeper) storeEntry(p *spec.Phase, rel, abs string, fi fs.FileInfo, stor
 	}
 }
 
-// Matches reports whether the workspace holds exactly the part of a
-// cached tree that belongs to output o.
-func (k *Keeper) Matches(o string, part []cache.OutputFile) bool {
-	if len(part) == 0 {
-		return false
-	}
-	for _, f := range part {
-		abs := k.WS.Abs(f.Path)
-		switch f.Type {
-		case "dir":
-			fi, err := os.Lstat(abs)
-			if err != nil || !fi.IsDir() {
-				return false
-			}
-		case "symlink":
-			t, err := os.Readlink(abs)
-			if err != nil || filepath.ToSlash(t) != f.Target {
-				return false
-			}
-		default:
-			// Stat'ed from the workspace's open directory, as inputs are
-			// (a no-op run checks every phase's outputs).
-			st, err := k.WS.LstatRel(f.Path)
-			if err != nil || !st.Mode.IsRegular() || st.Size != f.Size || uint32(st.Mode.Perm())&0o111 != f.Mode&0o111 {
-				return false
-			}
-			// A regular file's lstat is its stat: reuse it.
-			d, err := k.Mem.DigestOf(k.ctx(), f.Path, abs, st)
-			if err != nil || d != f.Digest {
-				return false
-			}
-		}
-	}
-	// A directory output must hold nothing beyond the cached tree.
-	if part[0].Type == "dir" {
-		n := 0
-		err := filepath.WalkDir(k.WS.Abs(o), func(string, fs.DirEntry, error) error { n++; return nil })
-		if err != nil || n != len(part) {
-			return false
-		}
-	}
-	return true
-}
-
 // Restore replaces the workspace copy of output o with the cached
 // tree part, verifying every blob as it is written. Everything goes
 // through an os.Root on the workspace, so a symlink in the workspace (one
