@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -473,6 +474,14 @@ func checkInline(e *Entry, hash bool) error {
 // on a case-insensitive or normalizing filesystem (macOS, Windows), and
 // nothing beneath a file or a symlink.
 func checkOutputs(outputs []OutputFile) error {
+	if ok, err := checkSortedOutputs(outputs); ok {
+		return err
+	}
+	return checkAnyOutputs(outputs)
+}
+
+// checkAnyOutputs is checkOutputs for a tree in any order.
+func checkAnyOutputs(outputs []OutputFile) error {
 	types := make(map[string]string, len(outputs))
 	folded := make(map[string]string, len(outputs))
 	for _, o := range outputs {
@@ -499,6 +508,39 @@ func checkOutputs(outputs []OutputFile) error {
 		}
 	}
 	return CheckLinks(outputs)
+}
+
+// checkSortedOutputs is checkOutputs for a tree in strictly ascending
+// order whose paths fold to themselves, as cairn stores most: no path can
+// then be listed twice or fold onto another, and a path's parents are
+// found by binary search, once per directory, rather than in maps of the
+// whole tree. ok is false, nothing checked, for any other tree.
+func checkSortedOutputs(outputs []OutputFile) (ok bool, err error) {
+	for i := range outputs {
+		if i > 0 && outputs[i-1].Path >= outputs[i].Path || !outpath.FoldsToItself(outputs[i].Path) {
+			return false, nil
+		}
+	}
+	for _, o := range outputs {
+		if err := checkOutput(o); err != nil {
+			return true, fmt.Errorf("output %q: %w", o.Path, err)
+		}
+	}
+	last := ""
+	for _, o := range outputs {
+		dir := path.Dir(o.Path)
+		if dir == last {
+			continue
+		}
+		last = dir
+		for p := dir; p != "."; p = path.Dir(p) {
+			i, found := slices.BinarySearchFunc(outputs, p, func(o OutputFile, p string) int { return strings.Compare(o.Path, p) })
+			if found && outputs[i].Type != TypeDir {
+				return true, fmt.Errorf("output %q: beneath %s %q", o.Path, outputs[i].Type, p)
+			}
+		}
+	}
+	return true, CheckLinks(outputs)
 }
 
 // CheckLinks checks that every symlink of an output tree (targets

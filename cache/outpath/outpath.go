@@ -69,6 +69,17 @@ func Fold(p string) string {
 	return strings.ToLower(norm.NFC.String(p))
 }
 
+// FoldsToItself reports whether Fold(p) is p, without building it: p is
+// ASCII without capitals. Two such paths fold to one only if equal.
+func FoldsToItself(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
