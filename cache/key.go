@@ -70,7 +70,10 @@ func writeKeyDebug(w io.Writer, id ActionID, sorted []Component) {
 // in (Kind, Name, Value) order uvarint(len)+bytes of Kind, Name and Value.
 // See FORMAT.md.
 func EncodeComponents(comps []Component) []byte {
-	sorted := sortedComponents(comps)
+	sorted := comps // read only; gathered in order, mostly
+	if !slices.IsSortedFunc(comps, compareComponents) {
+		sorted = sortedComponents(comps)
+	}
 	n := len(keyMagic) + binary.MaxVarintLen64
 	for _, c := range sorted {
 		n += 3*binary.MaxVarintLen64 + len(c.Kind) + len(c.Name) + len(c.Value)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -407,15 +408,20 @@ func Split(entry *cache.Entry) (Parts, string) {
 // array rather than copying it.
 func SplitTree(tree []cache.OutputFile, declared []string) (Parts, string) {
 	type span struct{ first, last, n int }
-	spans := make(map[string]*span, len(declared))
-	for _, o := range declared {
-		spans[o] = &span{first: -1}
+	spans := make([]span, len(declared))
+	index := make(map[string]int, len(declared))
+	for i, o := range declared {
+		spans[i].first = -1
+		if _, dup := index[o]; !dup {
+			index[o] = i
+		}
 	}
 	problem := ""
 	for i, f := range tree {
 		inside := false
 		for p := f.Path; ; {
-			if s, ok := spans[p]; ok {
+			if x, ok := index[p]; ok {
+				s := &spans[x]
 				inside = true
 				if s.first < 0 {
 					s.first = i
@@ -436,7 +442,7 @@ func SplitTree(tree []cache.OutputFile, declared []string) (Parts, string) {
 	parts := make(Parts, len(declared))
 	scattered := map[string]bool{}
 	for _, o := range declared {
-		s := spans[o]
+		s := &spans[index[o]]
 		switch {
 		case s.n == 0:
 			if problem == "" {
@@ -473,7 +479,9 @@ func Declared(entry *cache.Entry) []string {
 			out = append(out, c.Value)
 		}
 	}
-	sort.Strings(out)
+	if !slices.IsSorted(out) { // they mostly are: sorted by name, the path
+		slices.Sort(out)
+	}
 	return out
 }
 
