@@ -19,7 +19,7 @@ import (
 	"github.com/cairn-run/cairn/workspace"
 )
 
-func newKeeper(t *testing.T) *Keeper {
+func newKeeper(t testing.TB) *Keeper {
 	t.Helper()
 	c, err := cache.Open(t.TempDir())
 	if err != nil {
@@ -30,7 +30,7 @@ func newKeeper(t *testing.T) *Keeper {
 	return &Keeper{WS: &ws, Cache: remote.NewTiered(c, nil, false, nil), Mem: mem, Now: time.Now}
 }
 
-func write(t *testing.T, k *Keeper, rel, data string) {
+func write(t testing.TB, k *Keeper, rel, data string) {
 	t.Helper()
 	abs := k.WS.Abs(rel)
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
