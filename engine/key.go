@@ -116,7 +116,7 @@ func outputValue(f cache.OutputFile) string {
 // output trees are given by phase address. Input files are hashed through
 // the memory.
 func (e *Engine) components(p *spec.Phase, up map[string][]cache.OutputFile) ([]cache.Component, error) {
-	g, err := e.gather(p, up)
+	g, err := e.gatherUnder(p, up, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -133,21 +133,26 @@ func (e *Engine) finder() *inputs.Finder {
 }
 
 // gather expands p's inputs and builds every component but the input
-// files'.
+// files', hashing none (its fingerprint is all it is for).
 func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathered, error) {
-	return e.gatherUnder(p, up, nil)
-}
-
-// gatherUnder is gather, p's input directories walked under v's watch
-// when v is not nil.
-func (e *Engine) gatherUnder(p *spec.Phase, up map[string][]cache.OutputFile, v *inputs.Watched) (*gathered, error) {
-	f := e.finder()
-	f.Watched = v
-	files, reads, err := f.Files(p, up)
+	files, reads, err := e.finder().Files(p, up)
 	if err != nil {
 		return nil, err
 	}
 	return &gathered{Comps: baseComponents(p, reads, len(files)), Argv: p.Command, Files: files}, nil
+}
+
+// gatherUnder is gather, p's input directories walked under v's watch
+// when v is not nil, and the small files of those the digest memory knows
+// no file of hashed as they are found (see inputs.Finder.FilesDigested).
+func (e *Engine) gatherUnder(p *spec.Phase, up map[string][]cache.OutputFile, v *inputs.Watched) (*gathered, error) {
+	f := e.finder()
+	f.Watched = v
+	files, digests, reads, err := f.FilesDigested(p, up)
+	if err != nil {
+		return nil, err
+	}
+	return &gathered{Comps: baseComponents(p, reads, len(files)), Argv: p.Command, Files: files, Digests: digests}, nil
 }
 
 // baseComponents returns p's components but the command's and the input
@@ -191,7 +196,11 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int
 // finishComponents hashes the input files of g (through the memory) and
 // returns all of p's components, redacted and sorted. g.comps is reused.
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
-	digests := make([]cache.Digest, len(g.Files))
+	digests := g.Digests
+	if digests == nil {
+		digests = make([]cache.Digest, len(g.Files))
+	}
+	g.Digests = nil
 	modes := make([]fs.FileMode, len(g.Files))
 	if err := e.finder().Digests(p.Addr, g.Files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)

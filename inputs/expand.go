@@ -12,6 +12,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/workspace"
 )
@@ -36,8 +37,9 @@ func (e *NotRegularError) Error() string {
 // nothing finds nothing, without error. Every file found is stat'ed once,
 // relative to its open directory when walking: that stat is what the
 // digest and phase-key memories compare, so a no-op run needs no other.
-// Directories are walked under v's watch when v is not nil.
-func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File, v *Watched) ([]File, error) {
+// Directories are walked under v's watch when v is not nil, and their
+// files hashed as found by h when h is not nil.
+func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File, v *Watched, h *coldHash) ([]File, error) {
 	add := func(rel string) error {
 		st, err := f.WS.StatRel(rel)
 		if err != nil {
@@ -57,7 +59,10 @@ func (f *Finder) expand(pattern string, skip func(rel string) bool, files []File
 			return nil
 		}
 		v.start()
-		files, err = walkTree(f.WS.Abs(rel), rel, skip, f.Workers, files, v)
+		n0 := len(files)
+		var digests []cache.Digest
+		files, digests, err = walkTree(f.WS.Abs(rel), rel, skip, f.Workers, files, v, h)
+		h.add(n0, digests)
 		return err
 	}
 	if !workspace.HasMeta(pattern) {

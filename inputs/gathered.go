@@ -9,12 +9,14 @@ import (
 
 // Gathered is what a phase's key is computed from, before any input file
 // is hashed: every component but the command's and the input files',
-// unredacted; the command's words; and the input files (sorted by path,
-// each once) with the stat expansion took.
+// unredacted; the command's words; the input files (sorted by path, each
+// once) with the stat expansion took; and, if some were hashed as they
+// were found, their digests by file (zero: not hashed yet).
 type Gathered struct {
-	Comps []cache.Component
-	Argv  []string
-	Files []File
+	Comps   []cache.Component
+	Argv    []string
+	Files   []File
+	Digests []cache.Digest
 }
 
 // Fingerprint hashes what the phase's key is computed from, as gathered

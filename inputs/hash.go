@@ -15,7 +15,8 @@ import (
 const smallFile = 1 << 20
 
 // Digests fills digests and modes for phase's files, through the memory,
-// hashing the files it does not know on all cores, metered.
+// hashing the files it does not know on all cores, metered. A file whose
+// digest is there already (FilesDigested hashed it) is taken as it is.
 func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, modes []fs.FileMode) error {
 	// Files the memory knows cost a lookup: answer them here, and only
 	// spread the ones to read over the cores (phases are decided side by
@@ -23,6 +24,10 @@ func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, mod
 	todo, size := make([]int, 0, len(files)), int64(0)
 	mem := f.Mem.Cursor() // files are sorted by path, as the memory is
 	for i, file := range files {
+		if digests[i] != (cache.Digest{}) {
+			modes[i] = file.St.Mode
+			continue
+		}
 		if d, ok := mem.Lookup(file.Rel, file.St); ok {
 			digests[i], modes[i] = d, file.St.Mode
 			continue

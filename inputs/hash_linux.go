@@ -107,20 +107,12 @@ func dirOf(rel string) string {
 // unchanged reports whether it had the stat st when it was opened.
 func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st workspace.FileStat) (d cache.Digest, n int64, unchanged, large bool, err error) {
 	h.name = append(append(h.name[:0], name...), 0)
-	var fd int
-	for {
-		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dfd), uintptr(unsafe.Pointer(&h.name[0])),
-			unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0, 0, 0)
-		if e == 0 {
-			fd = int(r)
-			break
-		}
-		if e != unix.EINTR {
-			return d, 0, false, false, &fs.PathError{Op: "open", Path: name, Err: e}
-		}
+	fd, err := openAt(dfd, &h.name[0])
+	if err != nil {
+		return d, 0, false, false, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
 	defer unix.Close(fd)
-	before, err := fstat(fd)
+	before, _, err := fstatLinks(fd)
 	if err != nil {
 		return d, 0, false, false, err
 	}
@@ -130,47 +122,141 @@ func (h *smallHasher) hashAt(ctx context.Context, dfd int, name string, st works
 	if before.Size >= smallFile {
 		return d, 0, false, true, nil
 	}
+	d, n, err = h.read(ctx, fd, name, before.Size)
+	return d, n, before == st, false, err
+}
+
+// openAt opens the NUL-ended name in the directory dfd for reading,
+// without blocking on a FIFO put in a file's place.
+func openAt(dfd int, name *byte) (int, error) {
+	for {
+		r, _, e := unix.Syscall6(unix.SYS_OPENAT, uintptr(dfd), uintptr(unsafe.Pointer(name)),
+			unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0, 0, 0)
+		if e == 0 {
+			return int(r), nil
+		}
+		if e != unix.EINTR {
+			return -1, e
+		}
+	}
+}
+
+// read hashes the open file fd (name), of size bytes when stat'ed.
+func (h *smallHasher) read(ctx context.Context, fd int, name string, size int64) (d cache.Digest, n int64, err error) {
 	h.sha.Reset()
 	for {
 		if err := ctx.Err(); err != nil {
-			return d, n, false, false, err
+			return d, n, err
 		}
 		m, err := unix.Read(fd, h.buf)
 		if err == unix.EINTR || err == unix.EAGAIN {
 			continue
 		}
 		if err != nil {
-			return d, n, false, false, &fs.PathError{Op: "read", Path: name, Err: err}
+			return d, n, &fs.PathError{Op: "read", Path: name, Err: err}
 		}
 		h.sha.Write(h.buf[:m])
 		n += int64(m)
 		// All the bytes the stat promised, or the end: a file that
 		// grew since has another stat, which the key's recheck and
 		// the memory compare.
-		if m == 0 || n >= before.Size {
+		if m == 0 || n >= size {
 			break
 		}
 	}
 	if testHookRead != nil {
-		testHookRead(name)
+		testHookRead(name[strings.LastIndexByte(name, '/')+1:])
 	}
 	h.sha.Sum(d[:0])
-	return d, n, before == st, false, nil
+	return d, n, nil
 }
 
 // testHookRead, if set (by tests), is called with a file's name once it
 // is read, before its digest is remembered.
 var testHookRead func(name string)
 
-func fstat(fd int) (workspace.FileStat, error) {
+// fstatLinks stats the open file fd, as workspace.StatPath would, and
+// gives its number of links (which no key or fingerprint holds).
+func fstatLinks(fd int) (workspace.FileStat, uint64, error) {
 	var st unix.Stat_t
 	for {
 		err := unix.Fstat(fd, &st)
 		if err == nil {
-			return workspace.StatOfUnix(&st), nil
+			return workspace.StatOfUnix(&st), uint64(st.Nlink), nil
 		}
 		if err != unix.EINTR {
-			return workspace.FileStat{}, err
+			return workspace.FileStat{}, 0, err
 		}
 	}
+}
+
+// coldDir is a cold directory's hashing as its reader finds its files
+// (see coldHash).
+type coldDir struct {
+	h    *coldHash
+	m    *hashmeter.Meter
+	sh   *smallHasher
+	left int // regular files counted in the meter's total, not yet hashed or taken out
+}
+
+// coldDir starts hashing a cold directory of nreg regular files.
+func (r *dirReader) coldDir(h *coldHash, nreg int) *coldDir {
+	c := &coldDir{h: h, m: h.meter(), sh: smallHashers.Get().(*smallHasher), left: nreg}
+	c.m.Grow(nreg, 0)
+	return c
+}
+
+// skip takes an entry of type typ the walk leaves out out of the count.
+func (c *coldDir) skip(typ uint8) {
+	if c != nil && typ == unix.DT_REG {
+		c.uncount()
+	}
+}
+
+func (c *coldDir) uncount() {
+	c.left--
+	c.m.Grow(-1, 0)
+}
+
+// end takes what was counted and not hashed (the walk stopped) out of
+// the meter's total.
+func (c *coldDir) end() {
+	c.m.Grow(-c.left, 0)
+	c.left = 0
+	smallHashers.Put(c.sh)
+	c.sh = nil
+}
+
+// file opens the regular file name of the directory dfd (rel in the
+// workspace) and stats it through its descriptor; if it is a regular file
+// smaller than smallFile, it is read and hashed, and its digest
+// remembered and returned in d (else d is zero). found is false, with
+// nothing done, if it could not be opened: the walk stats it by name and
+// Digests says why it cannot be read.
+func (c *coldDir) file(dfd int, name *byte, rel string) (st workspace.FileStat, nlink uint64, d cache.Digest, found bool, err error) {
+	c.uncount() // counted again below if hashed
+	if err := c.h.ctx.Err(); err != nil {
+		return st, 0, d, false, err
+	}
+	hashedAt := c.h.f.Mem.HashStart()
+	fd, err := openAt(dfd, name)
+	if err != nil {
+		return st, 0, d, false, nil
+	}
+	defer unix.Close(fd)
+	st, nlink, err = fstatLinks(fd)
+	if err != nil {
+		return st, 0, d, false, &fs.PathError{Op: "fstat", Err: err}
+	}
+	if !st.Mode.IsRegular() || st.Size >= smallFile {
+		return st, nlink, d, true, nil
+	}
+	c.m.Grow(1, st.Size)
+	d, n, err := c.sh.read(c.h.ctx, fd, rel, st.Size)
+	if err != nil {
+		return st, 0, d, false, err
+	}
+	c.h.f.Mem.NoteHashed(rel, st, d, n, true, hashedAt)
+	c.m.Add(c.h.ctx, st.Size)
+	return st, nlink, d, true, nil
 }

@@ -58,7 +58,26 @@ func digestAll(t testing.TB, f *Finder, p *spec.Phase) []digested {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digests, modes := make([]cache.Digest, len(files)), make([]fs.FileMode, len(files))
+	return digestFiles(t, f, files, nil)
+}
+
+// digestFound is digestAll with the files of cold directories hashed as
+// they are found (FilesDigested).
+func digestFound(t testing.TB, f *Finder, p *spec.Phase) []digested {
+	t.Helper()
+	files, digests, _, err := f.FilesDigested(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digestFiles(t, f, files, digests)
+}
+
+func digestFiles(t testing.TB, f *Finder, files []File, digests []cache.Digest) []digested {
+	t.Helper()
+	if digests == nil {
+		digests = make([]cache.Digest, len(files))
+	}
+	modes := make([]fs.FileMode, len(files))
 	if err := f.Digests("p", files, digests, modes); err != nil {
 		t.Fatal(err)
 	}
@@ -96,19 +115,24 @@ func TestDigestsAreSerials(t *testing.T) {
 	want := serialDigests(t, root, "in")
 
 	for _, workers := range []int{1, 2, 5} {
-		f := newFinder(root, workers)
-		if diff := cmp.Diff(want, digestAll(t, f, p)); diff != "" {
-			t.Fatalf("%d workers: digests differ from the serial ones (-serial +parallel):\n%s", workers, diff)
-		}
-		if n, _ := f.Mem.Hashed(); n != int64(len(want)) {
-			t.Errorf("%d workers: %d files hashed, want %d", workers, n, len(want))
-		}
-		// Every file is remembered: a second pass reads none.
-		if diff := cmp.Diff(want, digestAll(t, f, p)); diff != "" {
-			t.Fatalf("%d workers, again: digests differ (-serial +parallel):\n%s", workers, diff)
-		}
-		if n, _ := f.Mem.Hashed(); n != int64(len(want)) {
-			t.Errorf("%d workers, again: %d files hashed in all, want %d", workers, n, len(want))
+		for _, how := range []struct {
+			name   string
+			digest func(testing.TB, *Finder, *spec.Phase) []digested
+		}{{"walked, then hashed", digestAll}, {"hashed as found", digestFound}} {
+			f := newFinder(root, workers)
+			if diff := cmp.Diff(want, how.digest(t, f, p)); diff != "" {
+				t.Fatalf("%d workers, %s: digests differ from the serial ones (-serial +parallel):\n%s", workers, how.name, diff)
+			}
+			if n, _ := f.Mem.Hashed(); n != int64(len(want)) {
+				t.Errorf("%d workers, %s: %d files hashed, want %d", workers, how.name, n, len(want))
+			}
+			// Every file is remembered: a second pass reads none.
+			if diff := cmp.Diff(want, how.digest(t, f, p)); diff != "" {
+				t.Fatalf("%d workers, %s, again: digests differ (-serial +parallel):\n%s", workers, how.name, diff)
+			}
+			if n, _ := f.Mem.Hashed(); n != int64(len(want)) {
+				t.Errorf("%d workers, %s, again: %d files hashed in all, want %d", workers, how.name, n, len(want))
+			}
 		}
 	}
 
@@ -146,6 +170,15 @@ func TestDigestsAreSerials(t *testing.T) {
 // nor the saved one gives that digest for the file as it is now, and the
 // next pass hashes its new content.
 func TestEditWhileHashedIsNotRemembered(t *testing.T) {
+	for _, how := range []struct {
+		name   string
+		digest func(testing.TB, *Finder, *spec.Phase) []digested
+	}{{"walked, then hashed", digestAll}, {"hashed as found", digestFound}} {
+		t.Run(how.name, func(t *testing.T) { editWhileHashed(t, how.digest) })
+	}
+}
+
+func editWhileHashed(t *testing.T, digest func(testing.TB, *Finder, *spec.Phase) []digested) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "in")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -187,7 +220,7 @@ func TestEditWhileHashedIsNotRemembered(t *testing.T) {
 
 	p := &spec.Phase{Addr: "p", Inputs: []string{"in"}}
 	f := newFinder(root, 2)
-	digestAll(t, f, p)
+	digest(t, f, p)
 	testHookRead = nil
 	if hits != 1 {
 		t.Fatalf("the hook saw f read %d times, want once", hits)
@@ -212,7 +245,7 @@ func TestEditWhileHashedIsNotRemembered(t *testing.T) {
 		if mem == "saved" {
 			g = newFinder(root, 2)
 		}
-		for _, got := range digestAll(t, g, p) {
+		for _, got := range digest(t, g, p) {
 			if got.Rel == "in/f" && got.Digest != newDigest {
 				t.Errorf("%s memory, next pass: in/f has digest %s, want its new content's %s", mem, got.Digest.Short(), newDigest.Short())
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 
 	"github.com/cairn-run/cairn/cache"
@@ -79,19 +78,39 @@ func UpstreamReads(p *spec.Phase, up map[string][]cache.OutputFile, upFiles, rea
 // upstream files p reads, through its references or its patterns, are
 // returned in reads.
 func (f *Finder) Files(p *spec.Phase, up map[string][]cache.OutputFile) (files []File, reads map[string]cache.OutputFile, err error) {
+	files, _, reads, err = f.files(p, up, nil)
+	return files, reads, err
+}
+
+// FilesDigested is Files, the small files of directories the memory knows
+// no file of hashed as they are found (metered, remembered): digests holds
+// their digests, by file, zero for the files Digests is still to hash
+// (nil if none was hashed).
+func (f *Finder) FilesDigested(p *spec.Phase, up map[string][]cache.OutputFile) (files []File, digests []cache.Digest, reads map[string]cache.OutputFile, err error) {
+	h := &coldHash{f: f, phase: p.Addr, ctx: f.Ctx()}
+	defer h.done()
+	return f.files(p, up, h)
+}
+
+func (f *Finder) files(p *spec.Phase, up map[string][]cache.OutputFile, h *coldHash) (files []File, digests []cache.Digest, reads map[string]cache.OutputFile, err error) {
 	var upFiles map[string]cache.OutputFile
 	if len(up) > 0 {
 		upFiles = map[string]cache.OutputFile{}
 		reads = map[string]cache.OutputFile{}
 	}
 	UpstreamReads(p, up, upFiles, reads)
-	files, err = f.inputFiles(p, upFiles, reads)
-	return files, reads, err
+	files, err = f.inputFiles(p, upFiles, reads, h)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files, digests = sortFiles(files, h.result(len(files)))
+	return files, digests, reads, nil
 }
 
 // inputFiles is Files with p's upstream files by path (upFiles), adding
-// those its patterns name to reads.
-func (f *Finder) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.OutputFile) ([]File, error) {
+// those its patterns name to reads, in the order found; h, if not nil,
+// hashes what it may as the files are found.
+func (f *Finder) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.OutputFile, h *coldHash) ([]File, error) {
 	own := p.OutputPaths()
 	skip := func(rel string) bool {
 		if rel == workspace.StateDirName || strings.HasPrefix(rel, workspace.StateDirName+"/") {
@@ -134,7 +153,7 @@ func (f *Finder) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 				v.sawGlob()
 				v = nil // the glob's listing is not watched: no need to watch its walks
 			}
-			files, err = f.expand(pattern, skip, files, v)
+			files, err = f.expand(pattern, skip, files, v, h)
 			var nr *NotRegularError
 			if errors.As(err, &nr) {
 				return nil, workspace.NotRegularInput(p.Addr, pattern, nr.Rel, nr.Mode)
@@ -154,12 +173,5 @@ func (f *Finder) inputFiles(p *spec.Phase, upFiles, reads map[string]cache.Outpu
 			return nil, &MissingInputError{Phase: p.Addr, Input: pattern}
 		}
 	}
-	// A single directory's walk comes sorted and without duplicates,
-	// unless a name sorts below its sibling directory's files ("a.txt"
-	// before "a/x"): then, and for several patterns, sort.
-	if slices.IsSortedFunc(files, func(a, b File) int { return strings.Compare(a.Rel, b.Rel) }) {
-		return slices.CompactFunc(files, func(a, b File) bool { return a.Rel == b.Rel }), nil
-	}
-	slices.SortStableFunc(files, func(a, b File) int { return strings.Compare(a.Rel, b.Rel) })
-	return slices.CompactFunc(files, func(a, b File) bool { return a.Rel == b.Rel }), nil
+	return files, nil
 }

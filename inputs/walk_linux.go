@@ -3,6 +3,7 @@ package inputs
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -23,10 +25,12 @@ import (
 // in order once every directory is read. Paths are built in chunks shared
 // by many files, so a file costs its File and its path's bytes, no
 // allocation of its own. With v, each directory is watched before it is
-// read, and what the watch does not vouch for is noted in v.
-func walkTree(abs, rel string, skip func(string) bool, workers int, files []File, v *Watched) ([]File, error) {
+// read, and what the watch does not vouch for is noted in v. With h, the
+// files of cold directories are hashed as they are found: digests then
+// holds one per file of the walk (zero if not hashed), else it is nil.
+func walkTree(abs, rel string, skip func(string) bool, workers int, files []File, v *Watched, h *coldHash) (_ []File, digests []cache.Digest, err error) {
 	root := &dirNode{abs: abs, rel: rel, root: true}
-	w := &walker{skip: skip, v: v, queue: []*dirNode{root}, pending: 1}
+	w := &walker{skip: skip, v: v, h: h, queue: []*dirNode{root}, pending: 1}
 	w.cond = sync.NewCond(&w.mu)
 	var wg sync.WaitGroup
 	for range max(workers, 1) {
@@ -37,7 +41,12 @@ func walkTree(abs, rel string, skip func(string) bool, workers int, files []File
 		}()
 	}
 	wg.Wait()
-	return root.flatten(slices.Grow(files, int(w.total.Load())))
+	n0 := len(files)
+	files, err = root.flatten(slices.Grow(files, int(w.total.Load())))
+	if err == nil && w.hashed.Load() {
+		digests = root.flattenDigests(make([]cache.Digest, 0, len(files)-n0))
+	}
+	return files, digests, err
 }
 
 // dirNode is one directory of a walk: its files in order, and where among
@@ -46,6 +55,7 @@ type dirNode struct {
 	abs, rel string
 	root     bool // the walk's first directory
 	files    []File
+	digests  []cache.Digest // by file, if hashed as found (zero: not hashed)
 	kids     []kid
 	err      error // after files and kids: the walk stops there
 }
@@ -70,13 +80,35 @@ func (n *dirNode) flatten(files []File) ([]File, error) {
 	return append(files, n.files[at:]...), n.err
 }
 
+// flattenDigests appends n's tree's files' digests to d, in flatten's
+// order, zero for the files not hashed.
+func (n *dirNode) flattenDigests(d []cache.Digest) []cache.Digest {
+	at := 0
+	own := func(to int) {
+		if n.digests == nil {
+			d = append(d, make([]cache.Digest, to-at)...)
+		} else {
+			d = append(d, n.digests[at:to]...)
+		}
+		at = to
+	}
+	for _, k := range n.kids {
+		own(k.at)
+		d = k.node.flattenDigests(d)
+	}
+	own(len(n.files))
+	return d
+}
+
 // walker hands directories to read to its workers, last found first (the
 // deepest, whose entries' inodes are likely near those just read).
 type walker struct {
-	skip  func(string) bool
-	v     *Watched
-	total atomic.Int64 // files found
-	dirs  atomic.Int64 // directories read
+	skip   func(string) bool
+	v      *Watched
+	h      *coldHash
+	hashed atomic.Bool  // a directory's files were hashed as found
+	total  atomic.Int64 // files found
+	dirs   atomic.Int64 // directories read
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -100,7 +132,9 @@ func (w *walker) work() {
 		w.queue = w.queue[:len(w.queue)-1]
 		w.mu.Unlock()
 
-		r.read(n, w.skip, w.v)
+		if r.read(n, w.skip, w.v, w.h) {
+			w.hashed.Store(true)
+		}
 		files := w.total.Add(int64(len(n.files)))
 		if dirs := w.dirs.Add(1); w.v != nil && dirs >= watchMinDirs && files < watchMinFiles*dirs {
 			// A tree of small directories: watching them costs a no-op
@@ -143,12 +177,13 @@ type dirEnt struct {
 }
 
 // read fills n's files and kids, as walkSerial would find them, the
-// directory watched by v's watch, if any, before it is read.
-func (r *dirReader) read(n *dirNode, skip func(string) bool, v *Watched) {
+// directory watched by v's watch, if any, before it is read; it reports
+// whether it hashed n's files as it found them (h: see coldHash).
+func (r *dirReader) read(n *dirNode, skip func(string) bool, v *Watched, h *coldHash) (hashed bool) {
 	fd, err := openDir(n.abs)
 	if err != nil {
 		n.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
-		return
+		return false
 	}
 	defer unix.Close(fd)
 	wa := v.watch()
@@ -160,65 +195,110 @@ func (r *dirReader) read(n *dirNode, skip func(string) bool, v *Watched) {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil {
 				n.err = &fs.PathError{Op: "fstat", Path: n.abs, Err: err}
-				return
+				return false
 			}
 			v.note(n.rel, workspace.StatOfUnix(&st))
 		}
 	}
 	if err := r.readNames(fd); err != nil {
 		n.err = &fs.PathError{Op: "readdirent", Path: n.abs, Err: err}
-		return
+		return false
 	}
-	nfiles := 0
+	nfiles, nreg := 0, 0
 	for _, e := range r.ents {
 		if e.typ != unix.DT_DIR {
 			nfiles++
 		}
+		if e.typ == unix.DT_REG {
+			nreg++
+		}
 	}
 	n.files = make([]File, 0, nfiles)
-	for _, e := range r.ents {
-		name := r.names[e.off : e.off+e.n]
-		rel := r.path(n.rel, name)
-		if skip(rel) {
-			r.chunk = r.chunk[:len(r.chunk)-len(rel)] // nothing keeps it
-			continue
-		}
-		typ := e.typ
-		if typ == unix.DT_UNKNOWN {
-			// As os.ReadDir does: the file system did not say.
-			st, _, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
-			if err == unix.ENOENT {
-				continue
-			}
-			if err != nil {
-				n.err = &fs.PathError{Op: "lstat", Path: filepath.Join(n.abs, string(name)), Err: err}
-				return
-			}
-			typ = dtOf(st.Mode)
-		}
-		switch typ {
-		case unix.DT_DIR:
-			n.kids = append(n.kids, kid{at: len(n.files), node: &dirNode{abs: joinAbs(n.abs, name), rel: rel}})
-			continue
-		case unix.DT_REG, unix.DT_LNK:
-		default:
-			continue // FIFOs, devices, sockets
-		}
-		st, nlink, err := statName(fd, &r.names[e.off], 0)
-		if err != nil && err != unix.ENOENT {
-			n.err = &fs.PathError{Op: "stat", Path: filepath.Join(n.abs, string(name)), Err: err}
-			return
-		}
-		if wa != nil && (typ == unix.DT_LNK || nlink > 1) && wa.File(joinAbs(n.abs, name), nlink, typ == unix.DT_LNK) {
-			v.note(rel, st) // a dangling link's zero stat too: its target may appear
-		}
-		if err == unix.ENOENT {
-			continue // dangling symlink or vanished file
-		}
-		if st.Mode.IsRegular() {
-			n.files = append(n.files, File{Rel: rel, St: st})
+	var c *coldDir
+	if h.cold(n.rel, nreg) {
+		c = r.coldDir(h, nreg)
+		n.digests = make([]cache.Digest, 0, nfiles)
+		defer c.end()
+	}
+	for i := range r.ents {
+		if !r.entry(n, fd, &r.ents[i], skip, v, c) {
+			return c != nil
 		}
 	}
+	return c != nil
+}
+
+// entry adds the directory entry e of n (open as fd) to n's files or
+// kids, as walkSerial would, hashing it with c if c is not nil; false
+// if n.err was set (the walk stops).
+func (r *dirReader) entry(n *dirNode, fd int, e *dirEnt, skip func(string) bool, v *Watched, c *coldDir) bool {
+	name := r.names[e.off : e.off+e.n]
+	rel := r.path(n.rel, name)
+	if skip(rel) {
+		r.chunk = r.chunk[:len(r.chunk)-len(rel)] // nothing keeps it
+		c.skip(e.typ)
+		return true
+	}
+	typ := e.typ
+	if typ == unix.DT_UNKNOWN {
+		// As os.ReadDir does: the file system did not say.
+		st, _, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
+		if err == unix.ENOENT {
+			return true
+		}
+		if err != nil {
+			n.err = &fs.PathError{Op: "lstat", Path: filepath.Join(n.abs, string(name)), Err: err}
+			return false
+		}
+		typ = dtOf(st.Mode)
+	}
+	switch typ {
+	case unix.DT_DIR:
+		n.kids = append(n.kids, kid{at: len(n.files), node: &dirNode{abs: joinAbs(n.abs, name), rel: rel}})
+		return true
+	case unix.DT_REG, unix.DT_LNK:
+	default:
+		return true // FIFOs, devices, sockets
+	}
+	var (
+		st    workspace.FileStat
+		nlink uint64
+		d     cache.Digest
+		err   error
+		found bool
+	)
+	if c != nil && e.typ == unix.DT_REG {
+		st, nlink, d, found, err = c.file(fd, &r.names[e.off], rel)
+		if err != nil {
+			if pe, ok := err.(*fs.PathError); ok {
+				pe.Path = filepath.Join(n.abs, string(name))
+				err = fmt.Errorf("hash input %s: %w", rel, err)
+			}
+			n.err = err
+			return false
+		}
+	}
+	if !found {
+		st, nlink, err = statName(fd, &r.names[e.off], 0)
+		if err != nil && err != unix.ENOENT {
+			n.err = &fs.PathError{Op: "stat", Path: filepath.Join(n.abs, string(name)), Err: err}
+			return false
+		}
+	}
+	wa := v.watch()
+	if wa != nil && (typ == unix.DT_LNK || nlink > 1) && wa.File(joinAbs(n.abs, name), nlink, typ == unix.DT_LNK) {
+		v.note(rel, st) // a dangling link's zero stat too: its target may appear
+	}
+	if err == unix.ENOENT {
+		return true // dangling symlink or vanished file
+	}
+	if st.Mode.IsRegular() {
+		n.files = append(n.files, File{Rel: rel, St: st})
+		if n.digests != nil {
+			n.digests = append(n.digests, d)
+		}
+	}
+	return true
 }
 
 // readNames reads the open directory fd's entries, but "." and "..",

@@ -3,6 +3,7 @@
 package inputs
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/cairn-run/cairn/cache"
 )
 
 // tree writes, below dir, files and directories of names that sort
@@ -79,7 +82,7 @@ func TestWalkTreeIsWalkSerial(t *testing.T) {
 			defer noStatx.Store(false)
 			abs := filepath.Join(dir, tc.rel)
 			want, werr := walkSerial(abs, tc.rel, tc.skip, nil)
-			got, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{}, nil)
+			got, _, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{}, nil, nil)
 			if werr != nil || gerr != nil {
 				t.Fatalf("errors: serial %v, parallel %v", werr, gerr)
 			}
@@ -88,6 +91,35 @@ func TestWalkTreeIsWalkSerial(t *testing.T) {
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("parallel walk differs from the serial one (-serial +parallel):\n%s", diff)
+			}
+			// Hashing the files as found (a memory that knows none)
+			// takes their stats through their descriptors: the same.
+			h := &coldHash{f: newFinder(t.TempDir(), 1), ctx: context.Background()}
+			got, digests, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{}, nil, h)
+			if gerr != nil {
+				t.Fatalf("hashing as found: %v", gerr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("parallel walk hashing as found differs from the serial one (-serial +parallel):\n%s", diff)
+			}
+			if len(digests) != len(got) {
+				t.Fatalf("hashing as found: %d digests for %d files", len(digests), len(got))
+			}
+			hashed := 0
+			for i, f := range got {
+				if digests[i] != (cache.Digest{}) {
+					hashed++
+				}
+				b, err := os.ReadFile(filepath.Join(abs, strings.TrimPrefix(f.Rel, tc.rel+"/")))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if digests[i] != (cache.Digest{}) && digests[i] != cache.HashBytes(b) {
+					t.Errorf("%s: digest %s, not its content's", f.Rel, digests[i].Short())
+				}
+			}
+			if hashed == 0 {
+				t.Error("hashing as found hashed nothing")
 			}
 		})
 	}
@@ -99,7 +131,7 @@ func TestWalkTreeErrors(t *testing.T) {
 	none := func(string) bool { return false }
 	gone := filepath.Join(t.TempDir(), "gone")
 	_, werr := walkSerial(gone, "gone", none, nil)
-	_, gerr := walkTree(gone, "gone", none, 2, nil, nil)
+	_, _, gerr := walkTree(gone, "gone", none, 2, nil, nil, nil)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Errorf("errors: serial %v, parallel %v; want the same", werr, gerr)
 	}
@@ -113,7 +145,7 @@ func TestWalkTreeErrors(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Chmod(filepath.Join(dir, "a", "b"), 0o755) })
 	_, werr = walkSerial(dir, ".", none, nil)
-	_, gerr = walkTree(dir, ".", none, 2, nil, nil)
+	_, _, gerr = walkTree(dir, ".", none, 2, nil, nil, nil)
 	if werr == nil || gerr == nil || werr.Error() != gerr.Error() {
 		t.Errorf("errors: serial %v, parallel %v; want the same", werr, gerr)
 	}

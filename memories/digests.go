@@ -40,6 +40,8 @@ type Memory struct {
 
 	mu      sync.Mutex
 	entries map[string]memEntry // recorded by this process, over file
+	dirs    map[string]struct{} // the directories of entries' paths
+	lastDir string              // the last one added to dirs
 	file    memFile             // the memory as loaded
 	dirty   bool
 }
@@ -65,7 +67,7 @@ type memEntry struct {
 // LoadMemory reads the memory at path; a missing or damaged file gives an
 // empty memory (every file is hashed again, nothing is wrong).
 func LoadMemory(path string) *Memory {
-	m := &Memory{path: path, now: time.Now, entries: map[string]memEntry{}}
+	m := &Memory{path: path, now: time.Now, entries: map[string]memEntry{}, dirs: map[string]struct{}{}}
 	if r, ok := digestsFormat.Read(path); ok {
 		if f, err := indexMemory(r); err == nil {
 			m.file = f // its records share the file's memory
@@ -269,10 +271,40 @@ func (e memEntry) check(ok bool, st workspace.FileStat) (cache.Digest, bool) {
 // Record remembers d as the digest of the file at key, hashed at
 // hashedAt, whose stat (taken before hashing) was st.
 func (m *Memory) Record(key string, st workspace.FileStat, d cache.Digest, hashedAt time.Time) {
+	dir := "."
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		dir = key[:i]
+	}
 	m.mu.Lock()
 	m.entries[key] = memEntry{digest: d, size: st.Size, mtime: st.MTime, ctime: st.CTime, ino: st.Ino, mode: uint32(st.Mode), recorded: hashedAt.UnixNano()}
+	if dir != m.lastDir {
+		// Files are recorded a directory at a time, mostly: the
+		// set is looked up once per run of them.
+		m.dirs[dir], m.lastDir = struct{}{}, dir
+	}
 	m.dirty = true
 	m.mu.Unlock()
+}
+
+// KnowsUnder reports whether the memory holds a record of a file in the
+// directory dir ("." is the workspace's), loaded (of a file anywhere
+// below dir, which costs one search) or recorded by this process (of a
+// file directly in dir). A directory it knows nothing of is read whole
+// anyway: its files may be hashed as they are found.
+func (m *Memory) KnowsUnder(dir string) bool {
+	prefix := dir + "/"
+	if dir == "." {
+		prefix = ""
+	}
+	recs := m.file.recs
+	i := sort.Search(len(recs), func(i int) bool { return recPath(recs[i]) >= prefix })
+	if i < len(recs) && strings.HasPrefix(recPath(recs[i]), prefix) {
+		return true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.dirs[dir]
+	return ok
 }
 
 // Expect makes room for n more entries about to be recorded (the files a

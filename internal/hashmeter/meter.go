@@ -32,8 +32,11 @@ type Progress struct {
 	FilesDone, FilesTotal int64
 	BytesDone, BytesTotal int64
 	Elapsed               time.Duration
+	// Growing says the totals may still grow: the inputs are hashed as
+	// they are found (see StartGrowing), and some are not found yet.
+	Growing bool
 	// Final marks the last report of the hashing, sent when it ended
-	// (done, failed or interrupted).
+	// (done, failed or interrupted); its totals no longer grow.
 	Final bool
 }
 
@@ -47,10 +50,14 @@ func (p Progress) Rate() float64 {
 }
 
 // ETA is the time left at the pace so far, by bytes (by files when the
-// files are all empty); ok is false until something is done.
+// files are all empty); ok is false until something is done, and while
+// the totals grow (what is left is not known yet).
 func (p Progress) ETA() (left time.Duration, ok bool) {
 	if p.Final {
 		return 0, true
+	}
+	if p.Growing {
+		return 0, false
 	}
 	done, total := p.BytesDone, p.BytesTotal
 	if total == 0 {
@@ -69,8 +76,9 @@ func (p Progress) ETA() (left time.Duration, ok bool) {
 // reports nothing, so callers need not check.
 type Meter struct {
 	files, bytes atomic.Int64
-	filesTotal   int64
-	bytesTotal   int64
+	filesTotal   atomic.Int64
+	bytesTotal   atomic.Int64
+	growing      atomic.Bool
 	sink         Sink
 	phase        string
 	now          func() time.Time
@@ -87,7 +95,25 @@ func Start(r any, phase string, files int, bytes int64) *Meter {
 	if !ok || files == 0 {
 		return nil
 	}
-	m := newMeter(sink, phase, files, bytes, time.Now)
+	return newMeter(sink, phase, files, bytes, time.Now).ticking()
+}
+
+// StartGrowing returns a meter for phase whose inputs are hashed as they
+// are found: it starts with no total, and Grow adds what each find adds
+// (its reports say Growing until Settle or Done). It returns nil when r
+// is not a Sink. A report with nothing counted yet is not sent.
+func StartGrowing(r any, phase string) *Meter {
+	sink, ok := r.(Sink)
+	if !ok {
+		return nil
+	}
+	m := newMeter(sink, phase, 0, 0, time.Now)
+	m.growing.Store(true)
+	return m.ticking()
+}
+
+// ticking starts m's reports.
+func (m *Meter) ticking() *Meter {
 	t := time.NewTicker(Interval)
 	go func() {
 		defer t.Stop()
@@ -97,8 +123,31 @@ func Start(r any, phase string, files int, bytes int64) *Meter {
 }
 
 func newMeter(sink Sink, phase string, files int, bytes int64, now func() time.Time) *Meter {
-	return &Meter{filesTotal: int64(files), bytesTotal: bytes, sink: sink, phase: phase, now: now, start: now(),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	m := &Meter{sink: sink, phase: phase, now: now, start: now(), stop: make(chan struct{}), done: make(chan struct{})}
+	m.filesTotal.Store(int64(files))
+	m.bytesTotal.Store(bytes)
+	return m
+}
+
+// Grow adds files and bytes to the totals (negative: what was counted in
+// them turned out not to be hashed under this meter).
+func (m *Meter) Grow(files int, bytes int64) {
+	if m == nil {
+		return
+	}
+	if files != 0 {
+		m.filesTotal.Add(int64(files))
+	}
+	if bytes != 0 {
+		m.bytesTotal.Add(bytes)
+	}
+}
+
+// Settle says the totals are complete: nothing is left to find.
+func (m *Meter) Settle() {
+	if m != nil {
+		m.growing.Store(false)
+	}
 }
 
 // run reports at every tick until Done.
@@ -109,7 +158,9 @@ func (m *Meter) run(tick <-chan time.Time) {
 		case <-m.stop:
 			return
 		case <-tick:
-			m.sink.HashProgress(m.phase, m.progress(false))
+			if p := m.progress(false); p.FilesTotal > 0 {
+				m.sink.HashProgress(m.phase, p)
+			}
 		}
 	}
 }
@@ -171,6 +222,7 @@ func (m *Meter) Done() {
 	}
 	close(m.stop)
 	<-m.done
+	m.growing.Store(false)
 	m.sink.HashProgress(m.phase, m.progress(true))
 }
 
@@ -178,6 +230,11 @@ func (m *Meter) Done() {
 func (m *Meter) Progress() Progress { return m.progress(false) }
 
 func (m *Meter) progress(final bool) Progress {
-	return Progress{FilesDone: m.files.Load(), FilesTotal: m.filesTotal, BytesDone: m.bytes.Load(), BytesTotal: m.bytesTotal,
-		Elapsed: m.now().Sub(m.start), Final: final}
+	// The totals are read after what is done, and the growing mark
+	// before them: a report never counts more done than in total, nor
+	// says a total final that a worker was still growing.
+	growing := m.growing.Load()
+	p := Progress{FilesDone: m.files.Load(), BytesDone: m.bytes.Load(), Elapsed: m.now().Sub(m.start), Growing: growing, Final: final}
+	p.FilesTotal, p.BytesTotal = m.filesTotal.Load(), m.bytesTotal.Load()
+	return p
 }

@@ -25,6 +25,7 @@ func TestRateAndETA(t *testing.T) {
 		{"files ahead of bytes", Progress{FilesDone: 9, FilesTotal: 10, BytesDone: 10 * MiB, BytesTotal: 100 * MiB, Elapsed: time.Second}, 10 * MiB, 9 * time.Second, true},
 		{"empty files: by files", Progress{FilesDone: 200, FilesTotal: 1000, Elapsed: time.Second}, 0, 4 * time.Second, true},
 		{"all counted, not ended", Progress{FilesDone: 3, FilesTotal: 3, BytesDone: 30, BytesTotal: 30, Elapsed: time.Second}, 30, 0, true},
+		{"totals growing", Progress{FilesDone: 5, FilesTotal: 20, BytesDone: 25 * MiB, BytesTotal: 100 * MiB, Elapsed: 2 * time.Second, Growing: true}, 12.5 * MiB, 0, false},
 		{"final", Progress{FilesDone: 3, FilesTotal: 3, BytesDone: 30, BytesTotal: 30, Elapsed: 3 * time.Second, Final: true}, 10, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,6 +86,44 @@ func TestMeterReports(t *testing.T) {
 	}
 	if d := cmp.Diff(want, rec.got); d != "" {
 		t.Errorf("reports (-want +got):\n%s", d)
+	}
+}
+
+// A growing meter reports nothing before anything is found, says its
+// totals may grow until Settle, and ends final with what was found.
+func TestGrowingMeter(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
+	rec := recorder{seen: make(chan struct{}, 1)}
+	m := newMeter(&rec, "scan", 0, 0, func() time.Time { return clock })
+	m.growing.Store(true)
+	tick := make(chan time.Time)
+	go m.run(tick)
+	tick <- clock // nothing found: no report
+	m.Grow(3, 0)
+	m.Grow(0, 100)
+	m.Add(ctx, 100)
+	clock = clock.Add(time.Second)
+	tick <- clock
+	<-rec.seen
+	m.Grow(0, 50)
+	m.Grow(-1, 0) // found, then not hashed under this meter
+	m.Settle()
+	m.Add(ctx, 50)
+	clock = clock.Add(time.Second)
+	tick <- clock
+	<-rec.seen
+	m.Done()
+	want := []report{
+		{"scan", Progress{FilesDone: 1, FilesTotal: 3, BytesDone: 100, BytesTotal: 100, Elapsed: time.Second, Growing: true}},
+		{"scan", Progress{FilesDone: 2, FilesTotal: 2, BytesDone: 150, BytesTotal: 150, Elapsed: 2 * time.Second}},
+		{"scan", Progress{FilesDone: 2, FilesTotal: 2, BytesDone: 150, BytesTotal: 150, Elapsed: 2 * time.Second, Final: true}},
+	}
+	if d := cmp.Diff(want, rec.got); d != "" {
+		t.Errorf("reports (-want +got):\n%s", d)
+	}
+	if m := StartGrowing(struct{}{}, "scan"); m != nil {
+		t.Errorf("StartGrowing without a sink returned a meter")
 	}
 }
 

@@ -56,10 +56,16 @@ func (v *termView) HashProgress(phase string, p hashmeter.Progress) {
 //
 //	hashing inputs of scan: 48,213 of 200,000 files, 47.0 MiB of 195.0 MiB, 31.0 MiB/s, about 5s left
 //
-// The rate and the time left appear once they are known.
+// The rate and the time left appear once they are known; while inputs
+// are hashed as they are found, the totals are what was found so far
+// ("of at least 200,000 files") and no time left is told.
 func hashLine(phase string, p hashmeter.Progress) string {
-	line := fmt.Sprintf("hashing inputs of %s: %s of %s files, %s of %s", phase, grouped(p.FilesDone), grouped(p.FilesTotal),
-		fsx.FormatBytes(p.BytesDone), fsx.FormatBytes(p.BytesTotal))
+	of := "of"
+	if p.Growing {
+		of = "of at least"
+	}
+	line := fmt.Sprintf("hashing inputs of %s: %s %s %s files, %s %s %s", phase, grouped(p.FilesDone), of, grouped(p.FilesTotal),
+		fsx.FormatBytes(p.BytesDone), of, fsx.FormatBytes(p.BytesTotal))
 	if r := p.Rate(); r > 0 {
 		line += ", " + fsx.FormatBytes(int64(r)) + "/s"
 	}
@@ -107,10 +113,12 @@ func (v *jsonView) HashProgress(phase string, p hashmeter.Progress) {
 		BytesDone  int64     `json:"bytes_done"`
 		BytesTotal int64     `json:"bytes_total"`
 		Rate       int64     `json:"rate_bytes_per_s"`
-		// ETA is absent until something is done.
-		ETA   *float64 `json:"eta_s,omitempty"`
-		Final bool     `json:"final,omitempty"`
-	}{time.Now().UTC(), "hash_progress", phase, p.FilesDone, p.FilesTotal, p.BytesDone, p.BytesTotal, int64(p.Rate()), nil, p.Final}
+		// ETA is absent until something is done, and while the
+		// totals grow.
+		ETA     *float64 `json:"eta_s,omitempty"`
+		Growing bool     `json:"growing,omitempty"`
+		Final   bool     `json:"final,omitempty"`
+	}{time.Now().UTC(), "hash_progress", phase, p.FilesDone, p.FilesTotal, p.BytesDone, p.BytesTotal, int64(p.Rate()), nil, p.Growing, p.Final}
 	if left, ok := p.ETA(); ok {
 		s := math.Round(left.Seconds()*10) / 10
 		je.ETA = &s

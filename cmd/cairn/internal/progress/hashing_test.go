@@ -34,6 +34,9 @@ func TestHashLine(t *testing.T) {
 		// Empty files: the pace by files.
 		{hashmeter.Progress{FilesDone: 1234567, FilesTotal: 2469134, Elapsed: 3 * time.Second},
 			"hashing inputs of scan: 1,234,567 of 2,469,134 files, 0 B of 0 B, about 3s left"},
+		// Hashed as they are found: what was found so far, no time left.
+		{hashmeter.Progress{FilesDone: 48213, FilesTotal: 200000, BytesDone: 47 * MiB, BytesTotal: 195 * MiB, Elapsed: 1500 * time.Millisecond, Growing: true},
+			"hashing inputs of scan: 48,213 of at least 200,000 files, 47.0 MiB of at least 195.0 MiB, 31.3 MiB/s"},
 	} {
 		if d := cmp.Diff(tc.want, hashLine("scan", tc.p)); d != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.p, d)
