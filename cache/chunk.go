@@ -2,12 +2,11 @@ package cache
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/internal/fsx"
 	"slices"
 	"strings"
 )
@@ -248,30 +247,48 @@ func (c *Dir) fillChunks(e *Entry, read func(Chunk) ([]Component, error)) error 
 	return nil
 }
 
+// chunkBatch bounds the chunks staged at once (their bytes are held until
+// committed).
+const chunkBatch = 256
+
 // storeChunks puts k's input components, e's, in chunks if they are
-// many (format 6), writing only the chunks not already in cas/ (eight at
-// a time: the file system commits their fsyncs together), and sets
-// e.Chunks and e.Format.
+// many (format 6), writing only the chunks not already in cas/ (encoded
+// eight at a time, made durable chunkBatch at a time by CommitAll), and
+// sets e.Chunks and e.Format.
 func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
 	if k.chunks == nil {
 		e.Chunks = nil
 		return nil
 	}
 	e.Chunks = slices.Clone(k.chunks)
-	if err := cores.Parallel(len(k.chunks), 8, func(i int) error {
-		if ch := k.chunks[i]; !c.HasBlob(ch.Digest) {
-			// Sorted already: encoded as EncodeComponents would.
-			data := binary.AppendUvarint([]byte(keyMagic), KeyFormat)
-			for _, comp := range k.ChunkComponents(i) {
-				data = appendComponent(data, comp)
+	for start := 0; start < len(k.chunks); start += chunkBatch {
+		pend := make([]*PendingBlob, min(chunkBatch, len(k.chunks)-start))
+		err := cores.Parallel(len(pend), 8, func(j int) error {
+			i := start + j
+			if ch := k.chunks[i]; !c.HasBlob(ch.Digest) {
+				// Sorted already: encoded as EncodeComponents would.
+				data := binary.AppendUvarint([]byte(keyMagic), KeyFormat)
+				for _, comp := range k.ChunkComponents(i) {
+					data = appendComponent(data, comp)
+				}
+				b, err := c.stage(bytes.NewReader(data), int64(len(data)), ch.Digest, nil)
+				if err != nil {
+					return fmt.Errorf("input chunk %s: %w", ch.Digest.Short(), fsx.NoSpace(err, c.root))
+				}
+				b.what, pend[j] = "input chunk "+ch.Digest.Short(), b
 			}
-			if d, err := c.PutBytes(data); err != nil || d != ch.Digest {
-				return fmt.Errorf("input chunk %s: %w", ch.Digest.Short(), cmp.Or(err, errors.New("encoded apart from its key")))
+			return nil
+		})
+		pend = slices.DeleteFunc(pend, func(b *PendingBlob) bool { return b == nil })
+		if err != nil {
+			for _, b := range pend {
+				b.Discard()
 			}
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
+		if err := CommitAll(pend); err != nil {
+			return err
+		}
 	}
 	e.Format = EntryFormatChunked
 	return nil

@@ -12,6 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/cairn-run/cairn/internal/fsx"
+	"github.com/cairn-run/cairn/internal/fsx/fsxtest"
 )
 
 // manyInputs returns n input components, files of a directory tree, with
@@ -345,5 +348,49 @@ func TestStoreIgnoresOthersKeyed(t *testing.T) {
 				t.Errorf("stored components (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestChunksCommittedTogether: the many input chunks of a large entry are
+// made durable as a batch (two syncfs calls per batch), not with two
+// fsyncs each.
+func TestChunksCommittedTogether(t *testing.T) {
+	root := t.TempDir()
+	if _, err := (fsx.OS{}).OpenFS(root); err != nil {
+		t.Skipf("no syncfs here: %v", err)
+	}
+	c, err := Open(filepath.Join(root, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := chunkedSample(t, c, manyInputs(60000, ""))
+	rec := &fsxtest.Recorder{Base: fsx.OS{}, Root: root}
+	if err := rec.Start(); err != nil {
+		t.Fatal(err)
+	}
+	restore := fsx.Set(rec)
+	err = c.PutEntry(e)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Chunks) < batchMin {
+		t.Fatalf("the entry has %d chunks, want at least %d for a batch", len(e.Chunks), batchMin)
+	}
+	counts := map[string]int{}
+	for _, ev := range rec.Log() {
+		counts[ev.Kind]++
+	}
+	batches := (len(e.Chunks) + chunkBatch - 1) / chunkBatch
+	if counts["syncfs"] != 2*batches || counts["sync"] >= len(e.Chunks) {
+		t.Errorf("%d chunks stored with %d fsyncs and %d syncfs calls, want 2 syncfs a batch of %d (%d) and a few fsyncs (the entry's)",
+			len(e.Chunks), counts["sync"], counts["syncfs"], chunkBatch, 2*batches)
+	}
+	got, err := c.GetEntry(e.Key)
+	if err != nil {
+		t.Fatalf("the entry does not read back: %v", err)
+	}
+	if len(got.Components) != len(e.Components) {
+		t.Errorf("read back with %d components, want %d", len(got.Components), len(e.Components))
 	}
 }
