@@ -267,7 +267,7 @@ func (c *Dir) storeChunks(e *Entry, k *Keyed) error {
 			i := start + j
 			if ch := k.chunks[i]; !c.HasBlob(ch.Digest) {
 				// Sorted already: encoded as EncodeComponents would.
-				data := binary.AppendUvarint([]byte(keyMagic), KeyFormat)
+				data := binary.AppendUvarint(append(make([]byte, 0, ch.Size), keyMagic...), KeyFormat)
 				for _, comp := range k.ChunkComponents(i) {
 					data = appendComponent(data, comp)
 				}

@@ -37,7 +37,6 @@ func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, mod
 	if len(todo) == 0 {
 		return nil
 	}
-	f.Mem.Expect(len(todo))
 	m := hashmeter.Start(f.Report, phase, len(todo), size)
 	defer m.Done()
 	return f.hashTodo(m, files, todo, digests, modes)

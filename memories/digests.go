@@ -39,11 +39,60 @@ type Memory struct {
 	hashedFiles, hashedBytes atomic.Int64
 
 	mu      sync.Mutex
-	entries map[string]memEntry // recorded by this process, over file
-	dirs    map[string]struct{} // the directories of entries' paths
-	lastDir string              // the last one added to dirs
+	entries map[string]*dirRecs // recorded by this process, over file, by directory
+	last    *dirRecs            // the directory recorded last
 	file    memFile             // the memory as loaded
 	dirty   bool
+}
+
+// dirRecs is what this process recorded of one directory's files.
+// Records come a directory at a time, mostly in order of path: appending
+// to a slice costs a fraction of a map's insert for each of a first
+// run's million files, and a tenth of its memory.
+type dirRecs struct {
+	dir    string
+	recs   []newRec
+	sorted bool // by key, each key once
+}
+
+type newRec struct {
+	key string
+	e   memEntry
+}
+
+// add records e under key, over any record of the same key.
+func (d *dirRecs) add(key string, e memEntry) {
+	if n := len(d.recs); n > 0 && key <= d.recs[n-1].key {
+		d.sorted = false
+	}
+	d.recs = append(d.recs, newRec{key, e})
+}
+
+// sort sorts d's records by key, keeping the last of each key.
+func (d *dirRecs) sort() {
+	if d.sorted {
+		return
+	}
+	slices.SortStableFunc(d.recs, func(a, b newRec) int { return strings.Compare(a.key, b.key) })
+	out := 0
+	for i := range d.recs {
+		if out > 0 && d.recs[out-1].key == d.recs[i].key {
+			out--
+		}
+		d.recs[out] = d.recs[i]
+		out++
+	}
+	d.recs, d.sorted = d.recs[:out], true
+}
+
+// find returns the record of key.
+func (d *dirRecs) find(key string) (memEntry, bool) {
+	d.sort()
+	i, ok := slices.BinarySearchFunc(d.recs, key, func(r newRec, key string) int { return strings.Compare(r.key, key) })
+	if !ok {
+		return memEntry{}, false
+	}
+	return d.recs[i].e, true
 }
 
 // memFile is a loaded memory's records, kept in place and found by
@@ -67,7 +116,7 @@ type memEntry struct {
 // LoadMemory reads the memory at path; a missing or damaged file gives an
 // empty memory (every file is hashed again, nothing is wrong).
 func LoadMemory(path string) *Memory {
-	m := &Memory{path: path, now: time.Now, entries: map[string]memEntry{}, dirs: map[string]struct{}{}}
+	m := &Memory{path: path, now: time.Now, entries: map[string]*dirRecs{}}
 	if r, ok := digestsFormat.Read(path); ok {
 		if f, err := indexMemory(r); err == nil {
 			m.file = f // its records share the file's memory
@@ -160,17 +209,26 @@ func (f memFile) seek(at *int, path string) (memEntry, bool) {
 // would cost a stat each, and a record is a hundred bytes of a hint
 // (deleting the file drops them all, at the price of hashing again).
 func (m *Memory) merged() []byte {
-	// The entries are taken out of the map in one pass and sorted by
-	// path with their index: a lookup of each sorted path in the map
-	// again cost as much as the sort, after a first run's hundreds of
-	// thousands of records.
-	ents := make([]memEntry, 0, len(m.entries))
-	keys := make([]keyAt, 0, len(m.entries))
-	for k, e := range m.entries {
-		keys = append(keys, keyAt{k, len(ents)})
-		ents = append(ents, e)
+	// The records are sorted by path as pointers into their
+	// directories' slices: nearly sorted already when the directories
+	// are taken in order.
+	dirs := make([]*dirRecs, 0, len(m.entries))
+	n := 0
+	for _, d := range m.entries {
+		d.sort()
+		dirs, n = append(dirs, d), n+len(d.recs)
 	}
-	slices.SortFunc(keys, func(a, b keyAt) int { return strings.Compare(a.key, b.key) })
+	slices.SortFunc(dirs, func(a, b *dirRecs) int { return strings.Compare(a.dir, b.dir) })
+	keys := make([]*newRec, 0, n)
+	for _, d := range dirs {
+		for i := range d.recs {
+			keys = append(keys, &d.recs[i])
+		}
+	}
+	byKey := func(a, b *newRec) int { return strings.Compare(a.key, b.key) }
+	if !slices.IsSortedFunc(keys, byKey) {
+		slices.SortFunc(keys, byKey)
+	}
 	recs := m.file.recs
 	n, size, at := len(recs)+len(keys), 0, 0
 	for _, rec := range recs {
@@ -190,7 +248,7 @@ func (m *Memory) merged() []byte {
 		for _, rec := range recs[i:j] {
 			w.B = append(w.B, rec...)
 		}
-		writeMemEntry(w, k.key, ents[k.at])
+		writeMemEntry(w, k.key, k.e)
 		if i = j; found {
 			i++
 		}
@@ -199,12 +257,6 @@ func (m *Memory) merged() []byte {
 		w.B = append(w.B, rec...)
 	}
 	return w.Finish()
-}
-
-// keyAt is a recorded path and where its entry is.
-type keyAt struct {
-	key string
-	at  int
 }
 
 // writeMemEntry writes the record readMemEntry reads.
@@ -252,8 +304,22 @@ func (c *Cursor) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) 
 func (m *Memory) recordedEntry(key string) (memEntry, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
-	return e, ok
+	if len(m.entries) == 0 {
+		return memEntry{}, false
+	}
+	d := m.entries[dirOf(key)]
+	if d == nil {
+		return memEntry{}, false
+	}
+	return d.find(key)
+}
+
+// dirOf is the directory part of the workspace path key.
+func dirOf(key string) string {
+	if i := strings.LastIndexByte(key, '/'); i >= 0 {
+		return key[:i]
+	}
+	return "."
 }
 
 // check returns e's digest if e (found: ok) is of a file of stat st and
@@ -271,19 +337,24 @@ func (e memEntry) check(ok bool, st workspace.FileStat) (cache.Digest, bool) {
 // Record remembers d as the digest of the file at key, hashed at
 // hashedAt, whose stat (taken before hashing) was st.
 func (m *Memory) Record(key string, st workspace.FileStat, d cache.Digest, hashedAt time.Time) {
-	dir := "."
-	if i := strings.LastIndexByte(key, '/'); i >= 0 {
-		dir = key[:i]
-	}
 	m.mu.Lock()
-	m.entries[key] = memEntry{digest: d, size: st.Size, mtime: st.MTime, ctime: st.CTime, ino: st.Ino, mode: uint32(st.Mode), recorded: hashedAt.UnixNano()}
-	if dir != m.lastDir {
-		// Files are recorded a directory at a time, mostly: the
-		// set is looked up once per run of them.
-		m.dirs[dir], m.lastDir = struct{}{}, dir
-	}
+	m.record(key, memEntry{digest: d, size: st.Size, mtime: st.MTime, ctime: st.CTime, ino: st.Ino, mode: uint32(st.Mode), recorded: hashedAt.UnixNano()})
 	m.dirty = true
 	m.mu.Unlock()
+}
+
+// record adds e under key to the directory's records; m.mu is held.
+func (m *Memory) record(key string, e memEntry) {
+	dir := dirOf(key)
+	d := m.last
+	if d == nil || d.dir != dir {
+		if d = m.entries[dir]; d == nil {
+			d = &dirRecs{dir: dir, sorted: true}
+			m.entries[dir] = d
+		}
+		m.last = d
+	}
+	d.add(key, e)
 }
 
 // KnowsUnder reports whether the memory holds a record of a file in the
@@ -303,23 +374,8 @@ func (m *Memory) KnowsUnder(dir string) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.dirs[dir]
+	_, ok := m.entries[dir]
 	return ok
-}
-
-// Expect makes room for n more entries about to be recorded (the files a
-// phase is about to hash), so that a first run's hundreds of thousands
-// of records do not grow the map step by step under the lock.
-func (m *Memory) Expect(n int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if n > len(m.entries) {
-		grown := make(map[string]memEntry, len(m.entries)+n)
-		for k, e := range m.entries {
-			grown[k] = e
-		}
-		m.entries = grown
-	}
 }
 
 // Digest returns the content digest of the file at abs, remembered under

@@ -39,7 +39,7 @@ func TestRacyRuleControlledMtimes(t *testing.T) {
 		trials = 100000
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	m := &Memory{now: time.Now, entries: map[string]memEntry{}}
+	m := &Memory{now: time.Now, entries: map[string]*dirRecs{}}
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano()
 	stale, extra, total := 0, 0, 0
 	type pair struct{ mtime, recorded int64 }
@@ -65,7 +65,7 @@ func TestRacyRuleControlledMtimes(t *testing.T) {
 			recorded, mtime := pr.recorded, pr.mtime
 			mtime -= mtime % int64(g)
 			st := workspace.FileStat{Size: 4, MTime: mtime, CTime: mtime, Ino: 7, Mode: 0o644}
-			m.entries["f"] = memEntry{digest: cache.HashBytes([]byte("aaaa")), size: 4, mtime: mtime, ctime: mtime, ino: 7, mode: 0o644, recorded: recorded}
+			m.record("f", memEntry{digest: cache.HashBytes([]byte("aaaa")), size: 4, mtime: mtime, ctime: mtime, ino: 7, mode: 0o644, recorded: recorded})
 			_, trusted := m.Lookup("f", st)
 			possible := staleHitPossible(mtime, recorded, g)
 			total++

@@ -104,7 +104,10 @@ func FuzzDigestsMemory(f *testing.F) {
 				recorded[path+"\x00"], want[path+"\x00"] = e, e
 			}
 		}
-		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, file: f, entries: recorded, dirty: true}
+		m := &Memory{path: filepath.Join(dir, "digests"), now: time.Now, file: f, entries: map[string]*dirRecs{}, dirty: true}
+		for path, e := range recorded {
+			m.record(path, e)
+		}
 		if err := m.Save(); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,9 @@ func parseMemory(data []byte) (map[string]memEntry, error) {
 
 // encodeMemory returns the memory file of entries.
 func encodeMemory(entries map[string]memEntry) []byte {
-	m := &Memory{entries: entries}
+	m := &Memory{entries: map[string]*dirRecs{}}
+	for path, e := range entries {
+		m.record(path, e)
+	}
 	return m.merged()
 }
