@@ -63,6 +63,10 @@ func (h *coldHash) add(n0 int, d []cache.Digest) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.digests == nil && n0 == 0 {
+		h.digests = d // the first walk's, most often the only one
+		return
+	}
 	h.digests = append(h.digests, make([]cache.Digest, n0-len(h.digests))...)
 	h.digests = append(h.digests, d...)
 }
@@ -72,6 +76,9 @@ func (h *coldHash) add(n0 int, d []cache.Digest) {
 func (h *coldHash) result(n int) []cache.Digest {
 	if h == nil || h.digests == nil {
 		return nil
+	}
+	if len(h.digests) == n {
+		return h.digests
 	}
 	return append(h.digests, make([]cache.Digest, n-len(h.digests))...)
 }

@@ -26,6 +26,7 @@ const batchFiles = 256
 type smallHasher struct {
 	buf  []byte
 	name []byte
+	sum  []byte // the digest, kept so Sum's argument need not escape each time
 	sha  hash.Hash
 }
 
@@ -167,7 +168,8 @@ func (h *smallHasher) read(ctx context.Context, fd int, name string, size int64)
 	if testHookRead != nil {
 		testHookRead(name[strings.LastIndexByte(name, '/')+1:])
 	}
-	h.sha.Sum(d[:0])
+	h.sum = h.sha.Sum(h.sum[:0])
+	copy(d[:], h.sum)
 	return d, n, nil
 }
 
