@@ -114,6 +114,35 @@ phase "p" {
 	}
 }
 
+// TestCtrlCWhileHashingDirectory: a Ctrl-C while cairn hashes the files
+// of a directory it knows nothing of, as it walks it (each file slowed by
+// a failpoint), ends the run at once; the phase is not started, and the
+// next run hashes what was left and runs it.
+func TestCtrlCWhileHashingDirectory(t *testing.T) {
+	w := newRelWS(t, `
+phase "p" {
+  inputs  = ["data"]
+  command = "ls data | wc -l > out.txt"
+  outputs = ["out.txt"]
+}
+`)
+	for i := range 2000 {
+		w.write(fmt.Sprintf("data/d%d/f%04d", i%2, i), fmt.Sprintf("file %d\n", i))
+	}
+	code, out := interruptOwnWork(t, w, "hash.file", []string{failpoint.EnvVar + "=hash.file=sleep(5)"}, "run", "--json")
+	st := checkStoppedRun(t, w, code, out)
+	if p := st.Phases["p"]; p.Status != runrec.StatusSkipped || !strings.Contains(p.Error, "not started") {
+		t.Errorf("phase p: %s (%s), want skipped, not started", p.Status, p.Error)
+	}
+	if w.read("out.txt") != "" {
+		t.Error("the phase ran after the Ctrl-C")
+	}
+	w.mustRun("run")
+	if got := strings.TrimSpace(w.read("out.txt")); got != "2" {
+		t.Errorf("out.txt = %q after the next run, want 2", got)
+	}
+}
+
 // TestCtrlCWhileRestoring: a Ctrl-C while cairn restores an output of
 // many files from the cache (each file slowed by a failpoint) ends the run
 // at once; the phase is recorded stopped, and resume restores it whole.
