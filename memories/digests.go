@@ -52,7 +52,7 @@ type Memory struct {
 type dirRecs struct {
 	dir    string
 	recs   []newRec
-	sorted bool // by key, each key once
+	sorted int // recs[:sorted] are sorted by key, each key once; later ones came out of order
 }
 
 type newRec struct {
@@ -60,17 +60,21 @@ type newRec struct {
 	e   memEntry
 }
 
+// maxUnsorted bounds the records a lookup scans one by one before the
+// directory's records are sorted again.
+const maxUnsorted = 64
+
 // add records e under key, over any record of the same key.
 func (d *dirRecs) add(key string, e memEntry) {
-	if n := len(d.recs); n > 0 && key <= d.recs[n-1].key {
-		d.sorted = false
+	if n := len(d.recs); d.sorted == n && (n == 0 || key > d.recs[n-1].key) {
+		d.sorted++
 	}
 	d.recs = append(d.recs, newRec{key, e})
 }
 
 // sort sorts d's records by key, keeping the last of each key.
 func (d *dirRecs) sort() {
-	if d.sorted {
+	if d.sorted == len(d.recs) {
 		return
 	}
 	slices.SortStableFunc(d.recs, func(a, b newRec) int { return strings.Compare(a.key, b.key) })
@@ -82,13 +86,21 @@ func (d *dirRecs) sort() {
 		d.recs[out] = d.recs[i]
 		out++
 	}
-	d.recs, d.sorted = d.recs[:out], true
+	d.recs, d.sorted = d.recs[:out], out
 }
 
-// find returns the record of key.
+// find returns the record of key: the last of those that came out of
+// order, else the one in the sorted part.
 func (d *dirRecs) find(key string) (memEntry, bool) {
-	d.sort()
-	i, ok := slices.BinarySearchFunc(d.recs, key, func(r newRec, key string) int { return strings.Compare(r.key, key) })
+	if len(d.recs)-d.sorted > maxUnsorted {
+		d.sort()
+	}
+	for i := len(d.recs) - 1; i >= d.sorted; i-- {
+		if d.recs[i].key == key {
+			return d.recs[i].e, true
+		}
+	}
+	i, ok := slices.BinarySearchFunc(d.recs[:d.sorted], key, func(r newRec, key string) int { return strings.Compare(r.key, key) })
 	if !ok {
 		return memEntry{}, false
 	}
@@ -349,7 +361,7 @@ func (m *Memory) record(key string, e memEntry) {
 	d := m.last
 	if d == nil || d.dir != dir {
 		if d = m.entries[dir]; d == nil {
-			d = &dirRecs{dir: dir, sorted: true}
+			d = &dirRecs{dir: dir}
 			m.entries[dir] = d
 		}
 		m.last = d

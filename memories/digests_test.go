@@ -1,6 +1,7 @@
 package memories
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -148,5 +149,39 @@ func TestMemoryFileInPlace(t *testing.T) {
 	}
 	if m := LoadMemory(p); len(m.file.recs) != 0 {
 		t.Errorf("a file out of order was loaded")
+	}
+}
+
+// TestRecordedOutOfOrder: records of a directory that come out of order,
+// some of a path recorded before, are found (the last one of a path
+// wins) whether few or many came out of order, and saved once each.
+func TestRecordedOutOfOrder(t *testing.T) {
+	for _, n := range []int{5, 3 * maxUnsorted} {
+		m := &Memory{entries: map[string]*dirRecs{}}
+		want := map[string]memEntry{}
+		rec := func(key string, size int64) {
+			e := memEntry{size: size}
+			m.record(key, e)
+			want[key] = e
+		}
+		for i := range n {
+			rec(fmt.Sprintf("d/f%04d", 2*i), int64(i)) // in order
+		}
+		for i := range n {
+			rec(fmt.Sprintf("d/f%04d", 2*(n-i)-1), int64(1000+i)) // backwards, between them
+			rec(fmt.Sprintf("d/f%04d", 2*i), int64(2000+i))       // again
+			for key, e := range want {
+				if got, ok := m.recordedEntry(key); !ok || got != e {
+					t.Fatalf("%d: %s after %d more: %+v, %v; want %+v", n, key, i, got, ok, e)
+				}
+			}
+		}
+		got, err := parseMemory(m.merged())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, got, cmp.AllowUnexported(memEntry{})); d != "" {
+			t.Errorf("%d: saved (-want +got):\n%s", n, d)
+		}
 	}
 }

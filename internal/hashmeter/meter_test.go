@@ -92,26 +92,31 @@ func TestMeterReports(t *testing.T) {
 // A growing meter reports nothing before anything is found, says its
 // totals may grow until Settle, and ends final with what was found.
 func TestGrowingMeter(t *testing.T) {
+	// The clock is locked: the tick without a report leaves no point
+	// at which the ticker is known to be done reading it.
+	var mu sync.Mutex
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
 	ctx := context.Background()
 	rec := recorder{seen: make(chan struct{}, 1)}
-	m := newMeter(&rec, "scan", 0, 0, func() time.Time { return clock })
+	m := newMeter(&rec, "scan", 0, 0, now)
 	m.growing.Store(true)
 	tick := make(chan time.Time)
 	go m.run(tick)
-	tick <- clock // nothing found: no report
+	tick <- now() // nothing found: no report
 	m.Grow(3, 0)
 	m.Grow(0, 100)
 	m.Add(ctx, 100)
-	clock = clock.Add(time.Second)
-	tick <- clock
+	advance(time.Second)
+	tick <- now()
 	<-rec.seen
 	m.Grow(0, 50)
 	m.Grow(-1, 0) // found, then not hashed under this meter
 	m.Settle()
 	m.Add(ctx, 50)
-	clock = clock.Add(time.Second)
-	tick <- clock
+	advance(time.Second)
+	tick <- now()
 	<-rec.seen
 	m.Done()
 	want := []report{
