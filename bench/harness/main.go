@@ -235,15 +235,16 @@ func main() {
 		runScale(gen)
 	}
 	report(time.Since(start))
-	if *smoke {
-		smokeVerdict()
-	}
+	smokeVerdict()
 }
 
 // smokeVerdict ends the harness with exit 1 when any cairn result
 // failed: the smoke test checks that every workload runs and writes the
 // right outputs, not how fast.
 func smokeVerdict() {
+	if !*smoke {
+		return
+	}
 	var bad []string
 	for _, r := range all {
 		if strings.HasPrefix(r.Tool, "cairn") && r.Failed != "" {
