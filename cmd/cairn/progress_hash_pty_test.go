@@ -42,7 +42,9 @@ func TestTerminalHashProgress(t *testing.T) {
 	seen := filepath.Join(dir, "seen")
 	t.Setenv(failpoint.EnvVar, "hash.file=100*off->await("+seen+")")
 	r := startInPty(t, bin, dir, "run")
-	r.waitOutput(`hashing inputs of scan: 1\d\d of 300 files, [\d.]+ B of 2\.5 KiB, [\d.]+ (B|KiB)/s, about \d+s left`)
+	// A first run reads the directory's small files as it finds them:
+	// the totals are what was found so far, and no time left is told.
+	r.waitOutput(`hashing inputs of scan: 1\d\d of at least 300 files, [\d.]+ B, [\d.]+ (B|KiB)/s`)
 	touch(t, seen)
 	out, code := r.wait()
 	t.Logf("output:\n%s", testkit.Visible(out))

@@ -64,8 +64,12 @@ func hashLine(phase string, p hashmeter.Progress) string {
 	if p.Growing {
 		of = "of at least"
 	}
-	line := fmt.Sprintf("hashing inputs of %s: %s %s %s files, %s %s %s", phase, grouped(p.FilesDone), of, grouped(p.FilesTotal),
-		fsx.FormatBytes(p.BytesDone), of, fsx.FormatBytes(p.BytesTotal))
+	line := fmt.Sprintf("hashing inputs of %s: %s %s %s files, %s", phase, grouped(p.FilesDone), of, grouped(p.FilesTotal), fsx.FormatBytes(p.BytesDone))
+	// Files hashed as they are found are sized as they are read: then
+	// "of at least" the bytes done would say nothing.
+	if !p.Growing || p.BytesTotal > p.BytesDone {
+		line += " " + of + " " + fsx.FormatBytes(p.BytesTotal)
+	}
 	if r := p.Rate(); r > 0 {
 		line += ", " + fsx.FormatBytes(int64(r)) + "/s"
 	}

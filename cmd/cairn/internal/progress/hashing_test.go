@@ -37,6 +37,9 @@ func TestHashLine(t *testing.T) {
 		// Hashed as they are found: what was found so far, no time left.
 		{hashmeter.Progress{FilesDone: 48213, FilesTotal: 200000, BytesDone: 47 * MiB, BytesTotal: 195 * MiB, Elapsed: 1500 * time.Millisecond, Growing: true},
 			"hashing inputs of scan: 48,213 of at least 200,000 files, 47.0 MiB of at least 195.0 MiB, 31.3 MiB/s"},
+		// Every byte found is read at once: no bytes total to tell.
+		{hashmeter.Progress{FilesDone: 101, FilesTotal: 300, BytesDone: 897, BytesTotal: 897, Elapsed: time.Second, Growing: true},
+			"hashing inputs of scan: 101 of at least 300 files, 897 B, 897 B/s"},
 	} {
 		if d := cmp.Diff(tc.want, hashLine("scan", tc.p)); d != "" {
 			t.Errorf("%+v (-want +got):\n%s", tc.p, d)
