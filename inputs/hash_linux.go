@@ -46,19 +46,33 @@ var smallHashers = sync.Pool{New: func() any {
 // reading is never trusted for the edited file (it has another stat, or
 // the remembered one is racy).
 func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+	// Each large file is a batch of its own, first, so that files of
+	// gigabytes side by side in one directory are hashed on all cores.
 	var batches [][]int
-	for start := 0; start < len(todo); {
-		dir := dirOf(files[todo[start]].Rel)
+	small := make([]int, 0, len(todo))
+	for _, i := range todo {
+		if files[i].St.Size >= smallFile {
+			batches = append(batches, []int{i})
+		} else {
+			small = append(small, i)
+		}
+	}
+	for start := 0; start < len(small); {
+		dir := dirOf(files[small[start]].Rel)
 		end := start + 1
-		for end < len(todo) && end-start < batchFiles && dirOf(files[todo[end]].Rel) == dir {
+		for end < len(small) && end-start < batchFiles && dirOf(files[small[end]].Rel) == dir {
 			end++
 		}
-		batches = append(batches, todo[start:end])
+		batches = append(batches, small[start:end])
 		start = end
 	}
 	ctx := f.Ctx()
 	return cores.Parallel(len(batches), f.Workers, func(b int) error {
 		batch := batches[b]
+		if files[batch[0]].St.Size >= smallFile {
+			largeHashing()
+			return f.hashEach(m, files, batch, digests, modes)
+		}
 		dfd, err := openDir(f.WS.Abs(dirOf(files[batch[0]].Rel)))
 		if err != nil {
 			// Gone or unreadable: each file by its path says which.
@@ -94,6 +108,9 @@ func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests 
 		return nil
 	})
 }
+
+// largeHashing is called as a worker starts on a large file (tests).
+var largeHashing = func() {}
 
 // dirOf is the directory part of the workspace path rel.
 func dirOf(rel string) string {

@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -249,6 +251,62 @@ func editWhileHashed(t *testing.T, digest func(testing.TB, *Finder, *spec.Phase)
 			if got.Rel == "in/f" && got.Digest != newDigest {
 				t.Errorf("%s memory, next pass: in/f has digest %s, want its new content's %s", mem, got.Digest.Short(), newDigest.Short())
 			}
+		}
+	}
+}
+
+// TestLargeFilesOfOneDirectoryHashedTogether: inputs of gigabytes side
+// by side in one directory are hashed on all cores, not one after the
+// other by the worker that took their directory. Each large file's worker
+// waits at a barrier for the other's; hashed one after the other, the
+// first gives up waiting and the test fails.
+func TestLargeFilesOfOneDirectoryHashedTogether(t *testing.T) {
+	root := t.TempDir()
+	big := make([]byte, 2*smallFile)
+	if err := os.Mkdir(filepath.Join(root, "in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"g0", "g1"} {
+		big[0] = n[1]
+		if err := os.WriteFile(filepath.Join(root, "in", n), big, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(root, "in", "small"), []byte("s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan struct{}, 2)
+	together := make(chan bool, 2)
+	largeHashing = func() {
+		arrived <- struct{}{}
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case <-deadline:
+				together <- false
+				return
+			default:
+			}
+			if len(arrived) == 2 {
+				together <- true
+				return
+			}
+			runtime.Gosched()
+		}
+	}
+	t.Cleanup(func() { largeHashing = func() {} })
+	f := newFinder(root, 2)
+	p := &spec.Phase{Addr: "hash", Inputs: []string{"in/g0", "in/g1", "in/small"}}
+	got := digestAll(t, f, p)
+	if len(got) != 3 {
+		t.Fatalf("digested %d files, want 3", len(got))
+	}
+	if len(together) != 2 {
+		t.Fatalf("%d large files were hashed each by a worker of its own, want 2", len(together))
+	}
+	for range 2 {
+		if !<-together {
+			t.Fatal("the two large files of in/ were hashed one after the other, not on both workers")
 		}
 	}
 }
