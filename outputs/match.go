@@ -58,6 +58,9 @@ func (k *Keeper) Unmatched(outs []string, parts Parts) []bool {
 	var next atomic.Int64
 	work := func() {
 		s := newDirStatter(k.WS.Root)
+		// A phase of a few files (most phases) stats them by path:
+		// opening their directories would cost more than it saves.
+		s.direct = len(jobs) < directStats
 		defer s.close()
 		cur := k.Mem.Cursor()
 		for {

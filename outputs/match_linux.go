@@ -16,6 +16,7 @@ import (
 // then resolves one name per file, and no path is built. It is for one
 // goroutine.
 type dirStatter struct {
+	direct  bool // lstat by path, no directory opened
 	root    string
 	rootFD  int // -1 until opened; -2 if it cannot be
 	dir     string
@@ -24,6 +25,10 @@ type dirStatter struct {
 	name    []byte // the name stat'ed, NUL-ended
 	dirents []byte
 }
+
+// directStats is how many files a no-op stats by path rather than
+// through their open directories.
+const directStats = 64
 
 func newDirStatter(root string) *dirStatter {
 	return &dirStatter{root: root, rootFD: -1, dirFD: -1}
@@ -82,6 +87,9 @@ func (s *dirStatter) lstat(rel string) (workspace.FileStat, error) {
 	dir, name := splitRel(rel)
 	if name == "" || name == "." || name == ".." {
 		return workspace.FileStat{}, &fs.PathError{Op: "lstat", Path: rel, Err: fs.ErrInvalid}
+	}
+	if s.direct {
+		return workspace.LstatPath(filepath.Join(s.root, filepath.FromSlash(rel)))
 	}
 	fd, err := s.open(dir)
 	if err != nil {

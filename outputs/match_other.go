@@ -9,8 +9,14 @@ import (
 	"github.com/cairn-run/cairn/workspace"
 )
 
-// dirStatter stats the paths of a cached tree by their absolute paths.
-type dirStatter struct{ root string }
+// dirStatter stats the paths of a cached tree by their absolute paths
+// (direct or not).
+type dirStatter struct {
+	root   string
+	direct bool
+}
+
+const directStats = 64
 
 func newDirStatter(root string) *dirStatter { return &dirStatter{root: root} }
 
