@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -320,6 +321,11 @@ func TestRemoteBadBlobs(t *testing.T) {
 				t.Fatalf("GetEntry = %v, want a miss", err)
 			}
 			for _, ref := range e.Blobs() {
+				// No bytes are the empty blob's right content: it may
+				// come in before the first bad blob stops the fetch.
+				if name == "empty" && ref.Digest == cache.Digest(sha256.Sum256(nil)) {
+					continue
+				}
 				if b.HasBlob(ref.Digest) {
 					t.Errorf("bad blob %s entered the local cache", ref.Digest.Short())
 				}
