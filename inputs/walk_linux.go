@@ -242,7 +242,7 @@ func (r *dirReader) entry(n *dirNode, fd int, e *dirEnt, skip func(string) bool,
 	typ := e.typ
 	if typ == unix.DT_UNKNOWN {
 		// As os.ReadDir does: the file system did not say.
-		st, _, err := statName(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
+		st, _, err := workspace.StatNameAt(fd, &r.names[e.off], unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.ENOENT {
 			return true
 		}
@@ -279,7 +279,7 @@ func (r *dirReader) entry(n *dirNode, fd int, e *dirEnt, skip func(string) bool,
 		}
 	}
 	if !found {
-		st, nlink, err = statName(fd, &r.names[e.off], 0)
+		st, nlink, err = workspace.StatNameAt(fd, &r.names[e.off], 0)
 		if err != nil && err != unix.ENOENT {
 			n.err = &fs.PathError{Op: "stat", Path: filepath.Join(n.abs, string(name)), Err: err}
 			return false
@@ -372,51 +372,6 @@ func openDir(abs string) (int, error) {
 		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != unix.EINTR {
 			return fd, err
-		}
-	}
-}
-
-// noStatx is set once statx is found missing (an old kernel, or a
-// sandbox that forbids it): fstatat then, at the cost of a copy of each
-// name.
-var noStatx atomic.Bool
-
-// statName stats the NUL-ended name at name relative to the directory fd
-// (flags: 0 or AT_SYMLINK_NOFOLLOW), as workspace.StatPath would, and its
-// number of links (which no key or fingerprint holds).
-func statName(fd int, name *byte, flags int) (workspace.FileStat, uint64, error) {
-	if !noStatx.Load() {
-		var sx unix.Statx_t
-		for {
-			_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(name)),
-				uintptr(flags|unix.AT_STATX_SYNC_AS_STAT), unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&sx)), 0)
-			switch e {
-			case 0:
-				return workspace.FileStat{
-					Size:  int64(sx.Size),
-					MTime: sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec),
-					CTime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
-					Ino:   sx.Ino,
-					Mode:  workspace.ModeOfUnix(uint32(sx.Mode)),
-				}, uint64(sx.Nlink), nil
-			case unix.EINTR:
-				continue
-			case unix.ENOSYS, unix.EPERM:
-				noStatx.Store(true)
-			default:
-				return workspace.FileStat{}, 0, e
-			}
-			break
-		}
-	}
-	var st unix.Stat_t
-	for {
-		err := unix.Fstatat(fd, unix.BytePtrToString(name), &st, flags)
-		if err == nil {
-			return workspace.StatOfUnix(&st), uint64(st.Nlink), nil
-		}
-		if err != unix.EINTR {
-			return workspace.FileStat{}, 0, err
 		}
 	}
 }

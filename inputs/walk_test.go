@@ -68,18 +68,14 @@ func TestWalkTreeIsWalkSerial(t *testing.T) {
 		rel     string
 		skip    func(string) bool
 		workers int
-		fstatat bool // as without statx
 	}{
-		{"all, one worker", ".", func(string) bool { return false }, 1, false},
-		{"all, two workers", ".", func(string) bool { return false }, 2, false},
-		{"all, eight workers", ".", func(string) bool { return false }, 8, false},
-		{"skips", ".", func(r string) bool { return r == "skip" || strings.HasSuffix(r, "/skip") || r == "b/10" }, 3, false},
-		{"subtree", "a", func(string) bool { return false }, 2, false},
-		{"fstatat", ".", func(string) bool { return false }, 2, true},
+		{"all, one worker", ".", func(string) bool { return false }, 1},
+		{"all, two workers", ".", func(string) bool { return false }, 2},
+		{"all, eight workers", ".", func(string) bool { return false }, 8},
+		{"skips", ".", func(r string) bool { return r == "skip" || strings.HasSuffix(r, "/skip") || r == "b/10" }, 3},
+		{"subtree", "a", func(string) bool { return false }, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			noStatx.Store(tc.fstatat)
-			defer noStatx.Store(false)
 			abs := filepath.Join(dir, tc.rel)
 			want, werr := walkSerial(abs, tc.rel, tc.skip, nil)
 			got, _, gerr := walkTree(abs, tc.rel, tc.skip, tc.workers, []File{}, nil, nil)

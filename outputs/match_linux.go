@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"io/fs"
 	"path/filepath"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -96,32 +95,11 @@ func (s *dirStatter) lstat(rel string) (workspace.FileStat, error) {
 		return workspace.FileStat{}, err
 	}
 	s.name = append(append(s.name[:0], name...), 0)
-	for {
-		var sx unix.Statx_t
-		_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(&s.name[0])),
-			uintptr(unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT), unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&sx)), 0)
-		switch e {
-		case 0:
-			return workspace.FileStat{
-				Size:  int64(sx.Size),
-				MTime: sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec),
-				CTime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
-				Ino:   sx.Ino,
-				Mode:  workspace.ModeOfUnix(uint32(sx.Mode)),
-			}, nil
-		case unix.EINTR:
-			continue
-		case unix.ENOSYS, unix.EPERM:
-			// No statx (an old kernel, a sandbox): fstatat.
-			var st unix.Stat_t
-			if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-				return workspace.FileStat{}, &fs.PathError{Op: "lstat", Path: rel, Err: err}
-			}
-			return workspace.StatOfUnix(&st), nil
-		default:
-			return workspace.FileStat{}, &fs.PathError{Op: "lstat", Path: rel, Err: e}
-		}
+	st, _, err := workspace.StatNameAt(fd, &s.name[0], unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return workspace.FileStat{}, &fs.PathError{Op: "lstat", Path: rel, Err: err}
 	}
+	return st, nil
 }
 
 // entries returns how many entries workspace directory rel holds, "."

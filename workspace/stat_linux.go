@@ -4,7 +4,9 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -103,4 +105,51 @@ func ModeOfUnix(m uint32) fs.FileMode {
 		mode |= fs.ModeSticky
 	}
 	return mode
+}
+
+// noStatx is set once statx is found missing (an old kernel, or a
+// sandbox that forbids it): fstatat then, at the cost of a copy of each
+// name.
+var noStatx atomic.Bool
+
+// StatNameAt stats the NUL-ended name at name relative to the directory
+// fd (flags: 0 or AT_SYMLINK_NOFOLLOW), as StatPath would, and gives its
+// number of links (which no key or fingerprint holds): statx reads the
+// name in place, where fstatat would need it copied into a string. The
+// error is the bare errno.
+func StatNameAt(fd int, name *byte, flags int) (FileStat, uint64, error) {
+	if !noStatx.Load() {
+		var sx unix.Statx_t
+		for {
+			_, _, e := unix.Syscall6(unix.SYS_STATX, uintptr(fd), uintptr(unsafe.Pointer(name)),
+				uintptr(flags|unix.AT_STATX_SYNC_AS_STAT), unix.STATX_BASIC_STATS, uintptr(unsafe.Pointer(&sx)), 0)
+			switch e {
+			case 0:
+				return FileStat{
+					Size:  int64(sx.Size),
+					MTime: sx.Mtime.Sec*1e9 + int64(sx.Mtime.Nsec),
+					CTime: sx.Ctime.Sec*1e9 + int64(sx.Ctime.Nsec),
+					Ino:   sx.Ino,
+					Mode:  ModeOfUnix(uint32(sx.Mode)),
+				}, uint64(sx.Nlink), nil
+			case unix.EINTR:
+				continue
+			case unix.ENOSYS, unix.EPERM:
+				noStatx.Store(true)
+			default:
+				return FileStat{}, 0, e
+			}
+			break
+		}
+	}
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(fd, unix.BytePtrToString(name), &st, flags)
+		if err == nil {
+			return StatOfUnix(&st), uint64(st.Nlink), nil
+		}
+		if err != unix.EINTR {
+			return FileStat{}, 0, err
+		}
+	}
 }
