@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"github.com/cairn-run/cairn/internal/cores"
-	"github.com/cairn-run/cairn/internal/fsx"
+	"hash"
 	"slices"
 	"strings"
+
+	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/internal/fsx"
 )
 
 // Chunk names one chunk of an entry's input components (format 6): a blob
@@ -59,7 +61,7 @@ func NewKeyed(comps []Component) *Keyed {
 	for hi < len(comps) && comps[hi].Kind == ChunkKind {
 		hi++
 	}
-	key, chunk := sha256.New(), sha256.New()
+	key := sha256.New()
 	buf := make([]byte, 0, 64<<10)
 	buf = binary.AppendUvarint(append(buf, keyMagic...), KeyFormat)
 	header := slices.Clone(buf)
@@ -78,38 +80,81 @@ func NewKeyed(comps []Component) *Keyed {
 	} else {
 		key.Write(buf)
 		buf = buf[:0]
-		var size int64
-		start := lo
-		flush := func() {
-			key.Write(buf)
-			chunk.Write(buf)
-			size += int64(len(buf))
-			buf = buf[:0]
-		}
-		cut := func(end int) {
-			flush()
-			k.chunks = append(k.chunks, Chunk{Digest(chunk.Sum(nil)), end - start, int64(len(header)) + size})
-			k.starts = append(k.starts, start)
-			chunk.Reset()
-			chunk.Write(header)
-			start, size = end, 0
-		}
-		chunk.Write(header)
-		for i := lo; i < hi; i++ {
-			if i > start && (i-start >= maxChunk || comps[i].Name != comps[i-1].Name && chunkStarts(comps[i].Name)) {
-				cut(i)
-			}
-			if buf = appendComponent(buf, comps[i]); len(buf) >= 60<<10 {
-				flush()
-			}
-		}
-		cut(hi)
-		k.starts = append(k.starts, hi)
+		k.starts = chunkCuts(comps, lo, hi)
+		k.chunks = encodeChunks(comps, k.starts, header, key)
 	}
 	encode(comps[hi:])
 	key.Write(buf)
 	k.key = ActionID(key.Sum(nil))
 	return k
+}
+
+// chunkCuts returns the index of the first component of each chunk of
+// comps[lo:hi], then hi. Whether a name starts a chunk is decided on all
+// cores (a million inputs are a million hashes of their names); where
+// maxChunk cuts depends on the cuts before, so that pass is serial.
+func chunkCuts(comps []Component, lo, hi int) []int {
+	starts := make([]bool, hi-lo)
+	_ = cores.Ranges(hi-lo, cores.N, 1<<14, func(a, b int) error {
+		for i := max(a, 1); i < b; i++ {
+			c := comps[lo+i]
+			starts[i] = c.Name != comps[lo+i-1].Name && chunkStarts(c.Name)
+		}
+		return nil
+	})
+	cuts := []int{lo}
+	for i := 1; i < hi-lo; i++ {
+		if starts[i] || lo+i-cuts[len(cuts)-1] >= maxChunk {
+			cuts = append(cuts, lo+i)
+		}
+	}
+	return append(cuts, hi)
+}
+
+// encodeChunks encodes the chunks of comps that cuts delimit and returns
+// them, writing each chunk's encoding (without header, which starts each
+// chunk's blob) to key in order. The key is hashed on a goroutine of its
+// own, beside the encoding and the chunks' hashing: both read every byte
+// of the inputs' encoding, a hundred megabytes for a million of them.
+func encodeChunks(comps []Component, cuts []int, header []byte, key hash.Hash) []Chunk {
+	// Chunks go to the key a few hundred kilobytes at a time: a hand-off
+	// for each chunk (tens of kilobytes) would wake the key's goroutine
+	// too often to let it run beside this one.
+	const inFlight, handOff = 3, 256 << 10
+	full, free := make(chan []byte, inFlight), make(chan []byte, inFlight)
+	for range inFlight {
+		free <- make([]byte, 0, handOff+64<<10)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for b := range full {
+			key.Write(b)
+			free <- b[:0]
+		}
+	}()
+	chunks := make([]Chunk, 0, len(cuts)-1)
+	h := sha256.New()
+	b := <-free
+	for j := 0; j+1 < len(cuts); j++ {
+		at := len(b)
+		for _, c := range comps[cuts[j]:cuts[j+1]] {
+			b = appendComponent(b, c)
+		}
+		h.Reset()
+		h.Write(header)
+		h.Write(b[at:])
+		chunks = append(chunks, Chunk{Digest(h.Sum(nil)), cuts[j+1] - cuts[j], int64(len(header) + len(b) - at)})
+		if len(b) >= handOff || j+2 == len(cuts) {
+			full <- b
+			if j+2 < len(cuts) {
+				b = <-free
+			}
+		}
+	}
+	close(full)
+	<-done
+	return chunks
 }
 
 func appendComponent(b []byte, c Component) []byte {

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/cairn-run/cairn/keydiff"
 	"io/fs"
 	"slices"
 	"sort"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/inputs"
+	"github.com/cairn-run/cairn/internal/cores"
+	"github.com/cairn-run/cairn/keydiff"
 	"github.com/cairn-run/cairn/spec"
 )
 
@@ -210,13 +211,16 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	// The input files' values are cut from one string, not made one each:
 	// a directory input may hold a million files.
 	b := make([]byte, len(g.Files)*fileValueLen)
-	for i := range g.Files {
-		putFileValue(b[i*fileValueLen:], digests[i], modes[i])
-	}
-	values := unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
-	for i, f := range g.Files {
-		comps = append(comps, cache.Component{Kind: kindInput, Name: f.Rel, Value: values[i*fileValueLen : (i+1)*fileValueLen]})
-	}
+	values := unsafe.String(unsafe.SliceData(b), len(b)) // each part read once written
+	at := len(comps)
+	comps = comps[:at+len(g.Files)]
+	_ = cores.Ranges(len(g.Files), e.hashWorkers, 1<<14, func(lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			putFileValue(b[i*fileValueLen:], digests[i], modes[i])
+			comps[at+i] = cache.Component{Kind: kindInput, Name: g.Files[i].Rel, Value: values[i*fileValueLen : (i+1)*fileValueLen]}
+		}
+		return nil
+	})
 	e.redactSensitive(comps)
 	slices.SortFunc(comps, func(a, b cache.Component) int {
 		if c := strings.Compare(a.Kind, b.Kind); c != 0 {

@@ -14,25 +14,35 @@ import (
 // them.
 const smallFile = 1 << 20
 
+// lookupRange is the fewest files whose lookups are worth a goroutine:
+// phases are decided side by side already, so a phase of a few files
+// answers its own in place, and only long lists (a directory of a
+// million files) are spread over the cores. A variable for tests.
+var lookupRange = 1 << 14
+
 // Digests fills digests and modes for phase's files, through the memory,
 // hashing the files it does not know on all cores, metered. A file whose
 // digest is there already (FilesDigested hashed it) is taken as it is.
 func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, modes []fs.FileMode) error {
-	// Files the memory knows cost a lookup: answer them here, and only
-	// spread the ones to read over the cores (phases are decided side by
-	// side already, so goroutines for lookups are pure overhead).
-	todo, size := make([]int, 0, len(files)), int64(0)
-	mem := f.Mem.Cursor() // files are sorted by path, as the memory is
-	for i, file := range files {
-		if digests[i] != (cache.Digest{}) {
-			modes[i] = file.St.Mode
-			continue
+	err := cores.Ranges(len(files), f.Workers, lookupRange, func(lo, hi int) error {
+		mem := f.Mem.Cursor() // files are sorted by path, as the memory is
+		for i := lo; i < hi; i++ {
+			if digests[i] == (cache.Digest{}) {
+				digests[i], _ = mem.Lookup(files[i].Rel, files[i].St)
+			}
+			modes[i] = files[i].St.Mode
 		}
-		if d, ok := mem.Lookup(file.Rel, file.St); ok {
-			digests[i], modes[i] = d, file.St.Mode
-			continue
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var todo []int
+	var size int64
+	for i := range files {
+		if digests[i] == (cache.Digest{}) { // no content hashes to zero
+			todo, size = append(todo, i), size+files[i].St.Size
 		}
-		todo, size = append(todo, i), size+file.St.Size
 	}
 	if len(todo) == 0 {
 		return nil

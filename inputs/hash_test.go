@@ -54,6 +54,14 @@ func newFinder(root string, workers int) *Finder {
 	return &Finder{WS: &ws, Mem: memories.LoadMemory(filepath.Join(root, "digests")), Workers: workers, Ctx: context.Background}
 }
 
+// newFinderSaved hashes every input of root's phase "in" and saves the
+// memory.
+func newFinderSaved(t testing.TB, root string) error {
+	f := newFinder(root, 2)
+	digestAll(t, f, &spec.Phase{Addr: "p", Inputs: []string{"in"}})
+	return f.Mem.Save()
+}
+
 func digestAll(t testing.TB, f *Finder, p *spec.Phase) []digested {
 	t.Helper()
 	files, _, err := f.Files(p, nil)
@@ -136,6 +144,29 @@ func TestDigestsAreSerials(t *testing.T) {
 				t.Errorf("%d workers, %s, again: %d files hashed in all, want %d", workers, how.name, n, len(want))
 			}
 		}
+	}
+
+	// The memory saved and loaded again: every digest is looked up, in
+	// ranges of a few files on each worker (each range with its own
+	// cursor), and no file is read.
+	if err := newFinderSaved(t, root); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { lookupRange = n }(lookupRange)
+	for _, lookupRange = range []int{1 << 14, 3} {
+		for _, workers := range []int{1, 2, 5} {
+			f := newFinder(root, workers)
+			if diff := cmp.Diff(want, digestAll(t, f, p)); diff != "" {
+				t.Fatalf("%d workers, ranges of %d, loaded: digests differ (-serial +parallel):\n%s", workers, lookupRange, diff)
+			}
+			if n, _ := f.Mem.Hashed(); n != 0 {
+				t.Errorf("%d workers, ranges of %d, loaded: %d files hashed, want none", workers, lookupRange, n)
+			}
+		}
+	}
+
+	if err := os.Remove(filepath.Join(root, "digests")); err != nil {
+		t.Fatal(err)
 	}
 
 	// A file edited after it was stat'ed, before it is hashed: its new

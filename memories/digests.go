@@ -38,6 +38,10 @@ type Memory struct {
 	// their bytes.
 	hashedFiles, hashedBytes atomic.Int64
 
+	// anyRecorded is whether entries holds anything: lookups on all
+	// cores then skip mu while nothing was (an edit run's lookups).
+	anyRecorded atomic.Bool
+
 	mu      sync.Mutex
 	entries map[string]*dirRecs // recorded by this process, over file, by directory
 	last    *dirRecs            // the directory recorded last
@@ -314,11 +318,11 @@ func (c *Cursor) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) 
 }
 
 func (m *Memory) recordedEntry(key string) (memEntry, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.entries) == 0 {
+	if !m.anyRecorded.Load() {
 		return memEntry{}, false
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	d := m.entries[dirOf(key)]
 	if d == nil {
 		return memEntry{}, false
@@ -367,6 +371,7 @@ func (m *Memory) record(key string, e memEntry) {
 		m.last = d
 	}
 	d.add(key, e)
+	m.anyRecorded.Store(true)
 }
 
 // KnowsUnder reports whether the memory holds a record of a file in the

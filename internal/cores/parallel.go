@@ -46,3 +46,21 @@ func Parallel(n, workers int, fn func(i int) error) error {
 	wg.Wait()
 	return first
 }
+
+// Ranges calls fn(lo, hi) for contiguous ranges covering [0, n), on up to
+// workers goroutines, and returns the first error. A range holds at least
+// minRange items (one range if n is smaller): work cheap per item, such as
+// a lookup, is worth spreading only in long stretches. There are a few
+// ranges per worker, so that one slow range does not leave the others
+// idle.
+func Ranges(n, workers, minRange int, fn func(lo, hi int) error) error {
+	if n <= 0 {
+		return nil
+	}
+	count := min(max(workers, 1)*4, max(n/max(minRange, 1), 1))
+	size := (n + count - 1) / count
+	count = (n + size - 1) / size
+	return Parallel(count, workers, func(i int) error {
+		return fn(i*size, min((i+1)*size, n))
+	})
+}
