@@ -5,10 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"slices"
 	"strings"
 
+	"github.com/cairn-run/cairn/cache/chunking"
 	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/internal/fsx"
 )
@@ -25,16 +25,13 @@ type Chunk struct {
 // An entry with more than chunkThreshold components of kind ChunkKind
 // keeps those in chunks, not in its body: a phase reading a million files
 // would otherwise write, and read back to explain a miss, an entry of a
-// hundred megabytes for each edited file. A chunk starts at a component
-// whose name hashes to a value with its low chunkBits bits zero, so
-// boundaries depend only on the names there: an edited file changes its
-// own chunk, an added or removed one its own and at most a neighbour.
-// maxChunk bounds a run of names that never hit.
+// hundred megabytes for each edited file. Chunks are cut where the
+// components' names say (package chunking), so that an edited file
+// changes its own chunk, an added or removed one its own and at most a
+// neighbour.
 const (
 	ChunkKind      = "input"
 	chunkThreshold = 1024
-	chunkBits      = 9
-	maxChunk       = 1 << 14
 )
 
 // Keyed is a list of components in key order with its key and, when it
@@ -80,81 +77,19 @@ func NewKeyed(comps []Component) *Keyed {
 	} else {
 		key.Write(buf)
 		buf = buf[:0]
-		k.starts = chunkCuts(comps, lo, hi)
-		k.chunks = encodeChunks(comps, k.starts, header, key)
+		ins := comps[lo:hi]
+		cuts := chunking.Cuts(len(ins), func(i int) string { return ins[i].Name })
+		sums := chunking.Encode(cuts, func(b []byte, i int) []byte { return appendComponent(b, ins[i]) }, header, key)
+		for j, s := range sums {
+			k.chunks = append(k.chunks, Chunk{Digest(s.Digest), cuts[j+1] - cuts[j], s.Size})
+			k.starts = append(k.starts, lo+cuts[j])
+		}
+		k.starts = append(k.starts, hi)
 	}
 	encode(comps[hi:])
 	key.Write(buf)
 	k.key = ActionID(key.Sum(nil))
 	return k
-}
-
-// chunkCuts returns the index of the first component of each chunk of
-// comps[lo:hi], then hi. Whether a name starts a chunk is decided on all
-// cores (a million inputs are a million hashes of their names); where
-// maxChunk cuts depends on the cuts before, so that pass is serial.
-func chunkCuts(comps []Component, lo, hi int) []int {
-	starts := make([]bool, hi-lo)
-	_ = cores.Ranges(hi-lo, cores.N, 1<<14, func(a, b int) error {
-		for i := max(a, 1); i < b; i++ {
-			c := comps[lo+i]
-			starts[i] = c.Name != comps[lo+i-1].Name && chunkStarts(c.Name)
-		}
-		return nil
-	})
-	cuts := []int{lo}
-	for i := 1; i < hi-lo; i++ {
-		if starts[i] || lo+i-cuts[len(cuts)-1] >= maxChunk {
-			cuts = append(cuts, lo+i)
-		}
-	}
-	return append(cuts, hi)
-}
-
-// encodeChunks encodes the chunks of comps that cuts delimit and returns
-// them, writing each chunk's encoding (without header, which starts each
-// chunk's blob) to key in order. The key is hashed on a goroutine of its
-// own, beside the encoding and the chunks' hashing: both read every byte
-// of the inputs' encoding, a hundred megabytes for a million of them.
-func encodeChunks(comps []Component, cuts []int, header []byte, key hash.Hash) []Chunk {
-	// Chunks go to the key a few hundred kilobytes at a time: a hand-off
-	// for each chunk (tens of kilobytes) would wake the key's goroutine
-	// too often to let it run beside this one.
-	const inFlight, handOff = 3, 256 << 10
-	full, free := make(chan []byte, inFlight), make(chan []byte, inFlight)
-	for range inFlight {
-		free <- make([]byte, 0, handOff+64<<10)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for b := range full {
-			key.Write(b)
-			free <- b[:0]
-		}
-	}()
-	chunks := make([]Chunk, 0, len(cuts)-1)
-	h := sha256.New()
-	b := <-free
-	for j := 0; j+1 < len(cuts); j++ {
-		at := len(b)
-		for _, c := range comps[cuts[j]:cuts[j+1]] {
-			b = appendComponent(b, c)
-		}
-		h.Reset()
-		h.Write(header)
-		h.Write(b[at:])
-		chunks = append(chunks, Chunk{Digest(h.Sum(nil)), cuts[j+1] - cuts[j], int64(len(header) + len(b) - at)})
-		if len(b) >= handOff || j+2 == len(cuts) {
-			full <- b
-			if j+2 < len(cuts) {
-				b = <-free
-			}
-		}
-	}
-	close(full)
-	<-done
-	return chunks
 }
 
 func appendComponent(b []byte, c Component) []byte {
@@ -186,22 +121,6 @@ func (k *Keyed) keyOr(comps []Component) ActionID {
 		return k.key
 	}
 	return ActionID(sha256.Sum256(EncodeComponents(comps)))
-}
-
-// chunkStarts reports whether a chunk starts at name: FNV-1a, mixed by
-// murmur3's finalizer so that its low bits depend on every byte.
-func chunkStarts(name string) bool {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(name); i++ {
-		h ^= uint64(name[i])
-		h *= 1099511628211
-	}
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h&(1<<chunkBits-1) == 0
 }
 
 // DecodeChunk decodes the bytes of chunk ch, untrusted but for hashing to

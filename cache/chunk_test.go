@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/cairn-run/cairn/cache/chunking"
 	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/internal/fsx/fsxtest"
 )
@@ -263,7 +264,7 @@ func FuzzDecodeChunk(f *testing.F) {
 func neverStarting(n int) []Component {
 	var comps []Component
 	for i := 0; len(comps) < n; i++ {
-		if name := inputName(i); !chunkStarts(name) {
+		if name := inputName(i); !chunking.Starts(name) {
 			comps = append(comps, Component{Kind: ChunkKind, Name: name, Value: "-:00"})
 		}
 	}
@@ -287,7 +288,7 @@ func TestNewKeyed(t *testing.T) {
 		{"threshold", manyInputs(chunkThreshold, ""), false},
 		{"many inputs alone", manyInputs(chunkThreshold+1, ""), true},
 		{"many, unsorted, kinds around", append(reversed, around...), true},
-		{"names that never start a chunk", append(slices.Clone(around), neverStarting(2*maxChunk+5)...), true},
+		{"names that never start a chunk", append(slices.Clone(around), neverStarting(2*chunking.Max+5)...), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := NewKeyed(tc.comps)
@@ -304,7 +305,7 @@ func TestNewKeyed(t *testing.T) {
 			for i, ch := range k.Chunks() {
 				cc := k.ChunkComponents(i)
 				data := EncodeComponents(cc)
-				if want := (Chunk{HashBytes(data), len(cc), int64(len(data))}); ch != want || len(cc) > maxChunk {
+				if want := (Chunk{HashBytes(data), len(cc), int64(len(data))}); ch != want || len(cc) > chunking.Max {
 					t.Errorf("chunk %d: %+v, its %d components encode to %+v", i, ch, len(cc), want)
 				}
 				inputs = append(inputs, cc...)

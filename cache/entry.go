@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cairn-run/cairn/cache/outpath"
+	"github.com/cairn-run/cairn/internal/cores"
 
 	"github.com/cairn-run/cairn/cache/sigkey"
 )
@@ -606,20 +607,32 @@ func checkOutput(o OutputFile) error {
 }
 
 func checkUTF8(e *Entry) error {
-	bad := func(ss ...string) error {
-		for _, s := range ss {
-			if !utf8.ValidString(s) {
-				return fmt.Errorf("%q is not valid UTF-8", s)
+	err := validUTF8(e.Phase, e.Host, e.User)
+	// A phase's million inputs are checked on all cores; the first bad
+	// one is then looked for in order, so that the error is always the
+	// same.
+	comps := func(lo, hi int) error {
+		for _, c := range e.Components[lo:hi] {
+			if err := validUTF8(c.Kind, c.Name, c.Value); err != nil {
+				return err
 			}
 		}
 		return nil
 	}
-	err := bad(e.Phase, e.Host, e.User)
-	for i := 0; err == nil && i < len(e.Components); i++ {
-		err = bad(e.Components[i].Kind, e.Components[i].Name, e.Components[i].Value)
+	if err == nil && cores.Ranges(len(e.Components), cores.N, 1<<14, comps) != nil {
+		err = comps(0, len(e.Components))
 	}
 	for i := 0; err == nil && i < len(e.Outputs); i++ {
-		err = bad(e.Outputs[i].Path, e.Outputs[i].Type, e.Outputs[i].Target)
+		err = validUTF8(e.Outputs[i].Path, e.Outputs[i].Type, e.Outputs[i].Target)
 	}
 	return err
+}
+
+func validUTF8(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%q is not valid UTF-8", s)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -352,6 +353,18 @@ func TestEncodeEntryRejectsInvalidUTF8(t *testing.T) {
 	e.Key = ComputeKey(e.Components)
 	if _, err := EncodeEntry(e); err == nil {
 		t.Error("EncodeEntry accepted invalid UTF-8")
+	}
+	// Among many components (checked on all cores), the first bad one
+	// is named, always the same.
+	comps := make([]Component, 0, 40000)
+	for i := range 40000 {
+		comps = append(comps, Component{Kind: ChunkKind, Name: fmt.Sprintf("in/%06d", i), Value: "-:00"})
+	}
+	comps[30000].Name, comps[35000].Name = "in/first\xfe", "in/second\xff"
+	for range 5 {
+		if err := checkUTF8(&Entry{Components: comps}); err == nil || !strings.Contains(err.Error(), "first") {
+			t.Fatalf("got %v, want the first bad name", err)
+		}
 	}
 	e = sampleEntry()
 	e.Metrics = json.RawMessage("{bad")
