@@ -333,16 +333,16 @@ func (m *Memory) Cursor() *Cursor { return &Cursor{m: m} }
 // are sorted), as the memory's files are: each lookup resumes where the
 // last one ended in each. It is for one goroutine.
 type Cursor struct {
-	m        *Memory
-	at       int // in the base file
-	recentAt int // in the recent file
+	m      *Memory
+	at     int // in the base file
+	recent recentCursor
 }
 
 // Lookup is Memory.Lookup.
 func (c *Cursor) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
 	e, ok := c.m.recordedEntry(key)
 	if !ok && len(c.m.recent.recs) > 0 {
-		e, ok = c.m.recent.seek(&c.recentAt, key)
+		e, ok = c.recent.seek(c.m.recent, key)
 	}
 	if !ok {
 		e, ok = c.m.file.seek(&c.at, key)

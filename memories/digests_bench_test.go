@@ -190,3 +190,33 @@ func fileInodes(b *testing.B, dir string) map[string]fileID {
 	}
 	return out
 }
+
+// BenchmarkDigestsLookup200kRecent: BenchmarkDigestsLookup200k with
+// 4,096 of the files edited since the base was written, their records in
+// the recent file.
+func BenchmarkDigestsLookup200kRecent(b *testing.B) {
+	p, paths, stats := benchMemory(b, 200000)
+	m := LoadMemory(p)
+	step := len(paths) / recentLimit(len(paths))
+	for i := 0; i < len(paths); i += step {
+		stats[i].MTime++
+		m.Record(paths[i], stats[i], cache.HashBytes([]byte(paths[i])), time.Now())
+	}
+	if err := m.Save(); err != nil {
+		b.Fatal(err)
+	}
+	if m = LoadMemory(p); len(m.recent.recs) != recentLimit(len(paths)) {
+		b.Fatalf("%d records in the recent file, want %d", len(m.recent.recs), recentLimit(len(paths)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c := m.Cursor()
+		for i, path := range paths {
+			if _, ok := c.Lookup(path, stats[i]); !ok {
+				b.Fatalf("%s not found", path)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(paths)), "ns/file")
+}

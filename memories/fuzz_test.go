@@ -167,10 +167,18 @@ func FuzzDigestsRecent(f *testing.F) {
 		if len(entries) != len(rf.recs) {
 			t.Fatalf("%d records of %d paths accepted", len(rf.recs), len(entries))
 		}
-		at := 0
-		for _, path := range slices.Sorted(maps.Keys(entries)) {
-			if got, ok := rf.seek(&at, path); !ok || got != entries[path] {
-				t.Fatalf("seek(%q) in order = %+v, %v; parsed %+v", path, got, ok, entries[path])
+		// Sought in path order by a cursor, with paths between them, each
+		// is found as parsed and no other.
+		var queries []string
+		for path := range entries {
+			queries = append(queries, path, path+"\x01")
+		}
+		slices.Sort(queries)
+		var c recentCursor
+		for _, q := range queries {
+			want, wantOK := entries[q]
+			if got, ok := c.seek(rf, q); ok != wantOK || ok && got != want {
+				t.Fatalf("seek(%q) in order = %+v, %v; parsed %+v, %v", q, got, ok, want, wantOK)
 			}
 		}
 		// Saved over a base with one path added after each third: loaded

@@ -88,6 +88,31 @@ func indexRecent(r *hint.Reader) (over [hint.TrailerSize]byte, f memFile, err er
 	return over, f, err
 }
 
+// recentCursor is a Cursor's place in the recent file: after a seek of
+// last, at is the first record not below last and next its path (end:
+// none). A key above last and below next is then not in the file, found
+// so without reading a record: most keys, the recent file holding a small
+// part of the base's paths.
+type recentCursor struct {
+	at         int
+	last, next string
+	valid, end bool
+}
+
+// seek is f.seek from the cursor's place.
+func (c *recentCursor) seek(f memFile, key string) (memEntry, bool) {
+	if c.valid && key > c.last && (c.end || key < c.next) {
+		c.last = key
+		return memEntry{}, false
+	}
+	e, ok := f.seek(&c.at, key)
+	c.last, c.valid = key, true
+	if c.end = c.at == len(f.recs); !c.end {
+		c.next = recPath(f.recs[c.at])
+	}
+	return e, ok
+}
+
 // recentLimit is how many records the recent file may hold over a base of
 // n: a sixteenth of it, so a save never writes more than a sixteenth of
 // what a compaction does, and a compaction comes at most once for each
