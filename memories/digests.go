@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/hint"
-	"github.com/cairn-run/cairn/internal/fsx"
 	"github.com/cairn-run/cairn/workspace"
 )
 
@@ -45,7 +43,9 @@ type Memory struct {
 	mu      sync.Mutex
 	entries map[string]*dirRecs // recorded by this process, over file, by directory
 	last    *dirRecs            // the directory recorded last
-	file    memFile             // the memory as loaded
+	file    memFile             // the base file as loaded
+	recent  memFile             // the recent file (recent.go) as loaded: newer than file
+	base    baseID              // the base file on disk, as the recent file names it
 	dirty   bool
 }
 
@@ -133,17 +133,32 @@ type memEntry struct {
 // empty memory (every file is hashed again, nothing is wrong).
 func LoadMemory(path string) *Memory {
 	m := &Memory{path: path, now: time.Now, entries: map[string]*dirRecs{}}
-	if r, ok := digestsFormat.Read(path); ok {
-		if f, err := indexMemory(r); err == nil {
-			m.file = f // its records share the file's memory
-		}
-	}
+	m.file, m.base = loadBase(path)
+	m.recent = loadRecent(recentPath(path), m.base)
 	return m
 }
 
-// The file (package hint) holds the entry count, then per entry its
+// loadBase reads the base file at path, and names it by its checksum; a
+// missing or damaged one gives no records and no name.
+func loadBase(path string) (memFile, baseID) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return memFile{}, baseID{}
+	}
+	r, err := digestsFormat.OpenOwned(b) // b is dropped: the records share it
+	if err != nil {
+		return memFile{}, baseID{}
+	}
+	f, err := indexMemory(r)
+	if err != nil {
+		return memFile{}, baseID{}
+	}
+	return f, idOf(b)
+}
+
+// The base file (package hint) holds the entry count, then per entry its
 // path, digest, size, mtime, ctime, inode, mode and when it was hashed,
-// sorted by path. A file cut short, damaged or out of order fails and is
+// sorted by path (the recent file beside it likewise: recent.go). A file cut short, damaged or out of order fails and is
 // dropped whole rather than half used.
 
 // indexMemory checks every record of r and keeps it in place.
@@ -218,13 +233,9 @@ func (f memFile) seek(at *int, path string) (memEntry, bool) {
 	return e, p == path
 }
 
-// merged returns the memory's file: the loaded records, copied as they
-// are, merged by path with those recorded by this process, which replace
-// any loaded record of the same path. Records of files no longer in the
-// workspace are kept: telling them from files outside this run's targets
-// would cost a stat each, and a record is a hundred bytes of a hint
-// (deleting the file drops them all, at the price of hashing again).
-func (m *Memory) merged() []byte {
+// sortedKeys returns the records this process recorded, sorted by path,
+// each path once (its last record).
+func (m *Memory) sortedKeys() []*newRec {
 	// The records are sorted by path as pointers into their
 	// directories' slices: nearly sorted already when the directories
 	// are taken in order.
@@ -245,22 +256,33 @@ func (m *Memory) merged() []byte {
 	if !slices.IsSortedFunc(keys, byKey) {
 		slices.SortFunc(keys, byKey)
 	}
-	recs := m.file.recs
-	n, size, at := len(recs)+len(keys), 0, 0
-	for _, rec := range recs {
-		size += len(rec)
+	return keys
+}
+
+// countOver returns how many records f merged with keys holds.
+func countOver(f memFile, keys []*newRec) int {
+	n, at := len(f.recs)+len(keys), 0
+	if len(f.recs) == 0 {
+		return n
 	}
 	for _, k := range keys {
-		if _, ok := m.file.seek(&at, k.key); ok {
+		if _, ok := f.seek(&at, k.key); ok {
 			n--
 		}
 	}
-	w := digestsFormat.Writer(size + len(keys)*96)
+	return n
+}
+
+// writeOver writes to w the records of f, copied as they are, merged by
+// path with keys (sorted, each path once), which replace any record of f
+// of the same path: n records (countOver's), counted first.
+func writeOver(w *hint.Writer, f memFile, keys []*newRec, n int) {
+	recs := f.recs
 	w.Len(n)
 	i := 0
 	for _, k := range keys {
 		j := i
-		_, found := m.file.seek(&j, k.key)
+		_, found := f.seek(&j, k.key)
 		for _, rec := range recs[i:j] {
 			w.B = append(w.B, rec...)
 		}
@@ -272,7 +294,15 @@ func (m *Memory) merged() []byte {
 	for _, rec := range recs[i:] {
 		w.B = append(w.B, rec...)
 	}
-	return w.Finish()
+}
+
+// size is the bytes of f's records.
+func (f memFile) size() int {
+	n := 0
+	for _, rec := range f.recs {
+		n += len(rec)
+	}
+	return n
 }
 
 // writeMemEntry writes the record readMemEntry reads.
@@ -291,8 +321,11 @@ func writeMemEntry(w *hint.Writer, path string, e memEntry) {
 // matches and the entry is not racy.
 func (m *Memory) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
 	e, ok := m.recordedEntry(key)
+	if !ok && len(m.recent.recs) > 0 {
+		e, ok = m.recent.find(key) // never changed once loaded
+	}
 	if !ok {
-		e, ok = m.file.find(key) // never changed once loaded
+		e, ok = m.file.find(key) // nor is the base
 	}
 	return e.check(ok, st)
 }
@@ -301,16 +334,20 @@ func (m *Memory) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) 
 func (m *Memory) Cursor() *Cursor { return &Cursor{m: m} }
 
 // A Cursor is Lookup for files looked up in path order (a phase's inputs
-// are sorted), as the memory file is: each lookup resumes where the last
-// one ended. It is for one goroutine.
+// are sorted), as the memory's files are: each lookup resumes where the
+// last one ended in each. It is for one goroutine.
 type Cursor struct {
-	m  *Memory
-	at int
+	m      *Memory
+	at     int // in the base file
+	recent recentCursor
 }
 
 // Lookup is Memory.Lookup.
 func (c *Cursor) Lookup(key string, st workspace.FileStat) (cache.Digest, bool) {
 	e, ok := c.m.recordedEntry(key)
+	if !ok && len(c.m.recent.recs) > 0 {
+		e, ok = c.recent.seek(c.m.recent, key)
+	}
 	if !ok {
 		e, ok = c.m.file.seek(&c.at, key)
 	}
@@ -376,23 +413,29 @@ func (m *Memory) record(key string, e memEntry) {
 
 // KnowsUnder reports whether the memory holds a record of a file in the
 // directory dir ("." is the workspace's), loaded (of a file anywhere
-// below dir, which costs one search) or recorded by this process (of a
-// file directly in dir). A directory it knows nothing of is read whole
+// below dir, which costs a search of each file) or recorded by this
+// process (of a file directly in dir). A directory it knows nothing of is read whole
 // anyway: its files may be hashed as they are found.
 func (m *Memory) KnowsUnder(dir string) bool {
 	prefix := dir + "/"
 	if dir == "." {
 		prefix = ""
 	}
-	recs := m.file.recs
-	i := sort.Search(len(recs), func(i int) bool { return recPath(recs[i]) >= prefix })
-	if i < len(recs) && strings.HasPrefix(recPath(recs[i]), prefix) {
+	if m.file.knowsUnder(prefix) || m.recent.knowsUnder(prefix) {
 		return true
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.entries[dir]
 	return ok
+}
+
+// knowsUnder reports whether f holds a record of a path starting with
+// prefix.
+func (f memFile) knowsUnder(prefix string) bool {
+	recs := f.recs
+	i := sort.Search(len(recs), func(i int) bool { return recPath(recs[i]) >= prefix })
+	return i < len(recs) && strings.HasPrefix(recPath(recs[i]), prefix)
 }
 
 // Digest returns the content digest of the file at abs, remembered under
@@ -455,18 +498,4 @@ func (m *Memory) NoteHashed(key string, st workspace.FileStat, d cache.Digest, n
 // bytes, since the memory was loaded.
 func (m *Memory) Hashed() (files, bytes int64) {
 	return m.hashedFiles.Load(), m.hashedBytes.Load()
-}
-
-// Save writes the memory back if it changed.
-func (m *Memory) Save() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.dirty {
-		return nil
-	}
-	if err := fsx.NoSpace(digestsFormat.Save(m.path, m.merged(), 0o644), filepath.Dir(m.path)); err != nil {
-		return err
-	}
-	m.dirty = false
-	return nil
 }

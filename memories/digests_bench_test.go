@@ -2,6 +2,7 @@ package memories
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -130,6 +131,91 @@ func BenchmarkDigestsRecord200k(b *testing.B) {
 		wg.Wait()
 		if err := m.Save(); err != nil {
 			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(paths)), "ns/file")
+}
+
+// BenchmarkDigestsSave1MOneChanged: the save after an edit run over a
+// directory input of 1,000,000 files, one of them edited: one record over
+// a loaded memory of 1,000,000. bytes/op is what the save wrote (files of
+// the memory's directory replaced, by their new size).
+func BenchmarkDigestsSave1MOneChanged(b *testing.B) {
+	p, paths, stats := benchMemory(b, 1000000)
+	m := LoadMemory(p)
+	st := stats[len(stats)/2]
+	st.MTime += 1e9
+	seen := fileInodes(b, filepath.Dir(p))
+	written := int64(0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		m.Record(paths[len(paths)/2], st, cache.HashBytes([]byte{byte(i)}), time.Now())
+		if err := m.Save(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		now := fileInodes(b, filepath.Dir(p))
+		for name, f := range now {
+			if seen[name] != f {
+				written += f.size
+			}
+		}
+		seen = now
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(written)/float64(b.N), "bytes/op")
+}
+
+type fileID struct {
+	ino  uint64
+	size int64
+}
+
+// fileInodes returns the inode and size of each file in dir: a file
+// replaced by an atomic write has a new inode.
+func fileInodes(b *testing.B, dir string) map[string]fileID {
+	b.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]fileID{}
+	for _, e := range ents {
+		fi, err := os.Stat(filepath.Join(dir, e.Name()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[e.Name()] = fileID{workspace.StatOf(fi).Ino, fi.Size()}
+	}
+	return out
+}
+
+// BenchmarkDigestsLookup200kRecent: BenchmarkDigestsLookup200k with
+// 4,096 of the files edited since the base was written, their records in
+// the recent file.
+func BenchmarkDigestsLookup200kRecent(b *testing.B) {
+	p, paths, stats := benchMemory(b, 200000)
+	m := LoadMemory(p)
+	step := len(paths) / recentLimit(len(paths))
+	for i := 0; i < len(paths); i += step {
+		stats[i].MTime++
+		m.Record(paths[i], stats[i], cache.HashBytes([]byte(paths[i])), time.Now())
+	}
+	if err := m.Save(); err != nil {
+		b.Fatal(err)
+	}
+	if m = LoadMemory(p); len(m.recent.recs) != recentLimit(len(paths)) {
+		b.Fatalf("%d records in the recent file, want %d", len(m.recent.recs), recentLimit(len(paths)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		c := m.Cursor()
+		for i, path := range paths {
+			if _, ok := c.Lookup(path, stats[i]); !ok {
+				b.Fatalf("%s not found", path)
+			}
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(paths)), "ns/file")

@@ -126,14 +126,7 @@ func TestMemoryFileInPlace(t *testing.T) {
 		want[k] = e
 	}
 	want["b/c"], want["n"] = newer, newer
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := parseMemory(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := loadedRecords(LoadMemory(p))
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(memEntry{})); diff != "" {
 		t.Errorf("saved memory (-want +got):\n%s", diff)
 	}

@@ -125,3 +125,82 @@ func FuzzDigestsMemory(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDigestsRecent: the recent file of any content is read or refused
+// without panic; an accepted one is found in place as parsed, and saved
+// with new records over a base, loads back as the base, its records and
+// the new ones, the newer winning.
+func FuzzDigestsRecent(f *testing.F) {
+	d := cache.HashBytes([]byte("x"))
+	w := recentFormat.Writer(0)
+	w.Fixed(make([]byte, hint.TrailerSize))
+	keys := []*newRec{
+		{"crlf\r\nnewline", memEntry{digest: d, mode: 0o755}},
+		{"data/in.csv", memEntry{digest: d, size: 3, mtime: 1700000000000000000, ctime: 1700000000000000000, ino: 42, mode: 0o644, recorded: 1700000001000000000}},
+		{"name with spaces", memEntry{digest: d, size: 3, mtime: 1, ctime: 2, ino: 3, mode: 0o644, recorded: 5}},
+	}
+	writeOver(w, memFile{}, keys, len(keys))
+	good := w.Finish()
+	f.Add(good, false)
+	f.Add(good[:len(good)-hint.TrailerSize], true)
+	f.Add(good[:len(good)-hint.TrailerSize-1], true)
+	f.Add([]byte("garbage"), false)
+	dir := f.TempDir()
+	basePath := filepath.Join(dir, "digests")
+	baseRecs := map[string]memEntry{"data/in.csv": {size: 7}, "z": {size: 8}}
+	if err := os.WriteFile(basePath, encodeMemory(baseRecs), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, fixSum bool) {
+		if fixSum {
+			b = hint.AppendTrailer(b[:len(b):len(b)])
+		}
+		r, err := recentFormat.Open(b)
+		if err != nil {
+			return
+		}
+		_, rf, err := indexRecent(r)
+		if err != nil {
+			return
+		}
+		entries := loadedRecords(&Memory{file: rf})
+		if len(entries) != len(rf.recs) {
+			t.Fatalf("%d records of %d paths accepted", len(rf.recs), len(entries))
+		}
+		// Sought in path order by a cursor, with paths between them, each
+		// is found as parsed and no other.
+		var queries []string
+		for path := range entries {
+			queries = append(queries, path, path+"\x01")
+		}
+		slices.Sort(queries)
+		var c recentCursor
+		for _, q := range queries {
+			want, wantOK := entries[q]
+			if got, ok := c.seek(rf, q); ok != wantOK || ok && got != want {
+				t.Fatalf("seek(%q) in order = %+v, %v; parsed %+v, %v", q, got, ok, want, wantOK)
+			}
+		}
+		// Saved over a base with one path added after each third: loaded
+		// back, the base's records, then the recent file's, then the new.
+		m := LoadMemory(basePath)
+		m.recent = rf
+		want := maps.Clone(baseRecs)
+		maps.Copy(want, entries)
+		for i, path := range slices.Sorted(maps.Keys(entries)) {
+			if i%3 == 0 {
+				e := memEntry{size: int64(i)}
+				m.Record(path+"\x00", statOf(e), e.digest, time.Unix(0, 0))
+				e.mode = uint32(statOf(e).Mode)
+				want[path+"\x00"] = e
+			}
+		}
+		m.dirty = true
+		if err := m.Save(); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, loadedRecords(LoadMemory(basePath)), cmp.AllowUnexported(memEntry{}), cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("recent file round trip (-want +loaded):\n%s", diff)
+		}
+	})
+}

@@ -1,10 +1,12 @@
 package memories
 
 import (
+	"io/fs"
 	"testing"
 
 	"github.com/cairn-run/cairn/hint"
 	"github.com/cairn-run/cairn/internal/testkit"
+	"github.com/cairn-run/cairn/workspace"
 )
 
 // calmFiles is testkit.CalmFiles.
@@ -38,4 +40,22 @@ func encodeMemory(entries map[string]memEntry) []byte {
 		m.record(path, e)
 	}
 	return m.merged()
+}
+
+// loadedRecords returns the records a loaded memory reads: the base
+// file's, and over them the recent file's.
+func loadedRecords(m *Memory) map[string]memEntry {
+	out := map[string]memEntry{}
+	for _, f := range []memFile{m.file, m.recent} {
+		for _, rec := range f.recs {
+			p, e := readMemEntry(hint.NewReader(rec))
+			out[p] = e
+		}
+	}
+	return out
+}
+
+// statOf is the stat of the file e was recorded of.
+func statOf(e memEntry) workspace.FileStat {
+	return workspace.FileStat{Size: e.size, MTime: e.mtime, CTime: e.ctime, Ino: e.ino, Mode: fs.FileMode(e.mode)}
 }
