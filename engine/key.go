@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -140,7 +141,7 @@ func (e *Engine) gather(p *spec.Phase, up map[string][]cache.OutputFile) (*gathe
 	if err != nil {
 		return nil, err
 	}
-	return &gathered{Comps: baseComponents(p, reads, len(files)), Argv: p.Command, Files: files}, nil
+	return &gathered{Comps: baseComponents(p, reads), Argv: p.Command, Files: files}, nil
 }
 
 // gatherUnder is gather, p's input directories walked under v's watch
@@ -153,16 +154,16 @@ func (e *Engine) gatherUnder(p *spec.Phase, up map[string][]cache.OutputFile, v 
 	if err != nil {
 		return nil, err
 	}
-	return &gathered{Comps: baseComponents(p, reads, len(files)), Argv: p.Command, Files: files, Digests: digests}, nil
+	return &gathered{Comps: baseComponents(p, reads), Argv: p.Command, Files: files, Digests: digests}, nil
 }
 
 // baseComponents returns p's components but the command's and the input
 // files', with room for those of nfiles input files.
-func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int) []cache.Component {
+func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile) []cache.Component {
 	// The command's component is added by finishComponents: a phase
 	// whose key is remembered never needs its JSON (the fingerprint
 	// takes the words themselves).
-	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads)+nfiles)
+	comps := make([]cache.Component, 0, 2+len(p.Env)+len(p.Params)+2+len(p.EnvRead)+len(p.Outputs)+len(reads)+1)
 	comps = append(comps, cache.Component{Kind: kindWorkdir, Value: p.Workdir})
 	for k, v := range p.Env {
 		comps = append(comps, cache.Component{Kind: kindEnv, Name: k, Value: v})
@@ -195,7 +196,7 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile, nfiles int
 }
 
 // finishComponents hashes the input files of g (through the memory) and
-// returns all of p's components, redacted and sorted. g.comps is reused.
+// returns all of p's components, redacted and sorted. g.Comps is reused.
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
 	digests := g.Digests
 	if digests == nil {
@@ -206,14 +207,21 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	if err := e.finder().Digests(p.Addr, g.Files, digests, modes); err != nil {
 		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
 	}
-	comps := slices.Grow(g.Comps, 1+len(g.Files))
-	comps = append(comps, cache.Component{Kind: kindCommand, Value: commandValue(p.Command)})
-	// The input files' values are cut from one string, not made one each:
-	// a directory input may hold a million files.
+	byKind := func(a, b cache.Component) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
+	}
+	others := append(g.Comps, cache.Component{Kind: kindCommand, Value: commandValue(p.Command)})
+	slices.SortFunc(others, byKind)
+	// The input files go where their kind sorts among the others, in the
+	// walk's order (by path): the million files of a directory input are
+	// then sorted already, which one pass checks.
+	at, _ := slices.BinarySearchFunc(others, kindInput, func(c cache.Component, kind string) int { return strings.Compare(c.Kind, kind) })
+	comps := make([]cache.Component, len(others)+len(g.Files))
+	copy(comps, others[:at])
+	copy(comps[at+len(g.Files):], others[at:])
+	// The input files' values are cut from one string, not made one each.
 	b := make([]byte, len(g.Files)*fileValueLen)
 	values := unsafe.String(unsafe.SliceData(b), len(b)) // each part read once written
-	at := len(comps)
-	comps = comps[:at+len(g.Files)]
 	_ = cores.Ranges(len(g.Files), e.hashWorkers, 1<<14, func(lo, hi int) error {
 		for i := lo; i < hi; i++ {
 			putFileValue(b[i*fileValueLen:], digests[i], modes[i])
@@ -222,12 +230,9 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 		return nil
 	})
 	e.redactSensitive(comps)
-	slices.SortFunc(comps, func(a, b cache.Component) int {
-		if c := strings.Compare(a.Kind, b.Kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	if !slices.IsSortedFunc(comps, byKind) { // a redacted path, or other input components
+		slices.SortFunc(comps, byKind)
+	}
 	return comps, nil
 }
 
