@@ -186,13 +186,18 @@ func indexMemory(r *hint.Reader) (memFile, error) {
 
 func readMemEntry(r *hint.Reader) (string, memEntry) {
 	path := r.Str()
+	return path, readMemRest(r)
+}
+
+// readMemRest reads a record's fields after its path.
+func readMemRest(r *hint.Reader) memEntry {
 	var e memEntry
 	r.Fixed(e.digest[:])
 	e.size, e.mtime, e.ctime = r.Int(), r.Int(), r.Int()
 	e.ino = r.Uint()
 	e.mode = uint32(r.Uint())
 	e.recorded = r.Int()
-	return path, e
+	return e
 }
 
 // recPath is the path a record (checked by indexMemory) starts with.
@@ -213,6 +218,16 @@ func (f memFile) find(path string) (memEntry, bool) {
 // over the whole file; a path below the last one searches it all.
 func (f memFile) seek(at *int, path string) (memEntry, bool) {
 	lo := *at
+	// Most often path's record is the one *at is at or the next (a
+	// phase's files looked up in order, all of them remembered): a path
+	// read or two find it, with *at left at it (paths are unique).
+	for i := lo; i < min(lo+2, len(f.recs)); i++ {
+		r := hint.NewReader(f.recs[i])
+		if r.Str() == path {
+			*at = i
+			return readMemRest(r), true
+		}
+	}
 	if lo > len(f.recs) || lo > 0 && recPath(f.recs[lo-1]) >= path {
 		lo = 0
 	}
