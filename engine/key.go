@@ -15,7 +15,6 @@ import (
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/inputs"
-	"github.com/cairn-run/cairn/internal/cores"
 	"github.com/cairn-run/cairn/keydiff"
 	"github.com/cairn-run/cairn/spec"
 )
@@ -198,15 +197,6 @@ func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile) []cache.Co
 // finishComponents hashes the input files of g (through the memory) and
 // returns all of p's components, redacted and sorted. g.Comps is reused.
 func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component, error) {
-	digests := g.Digests
-	if digests == nil {
-		digests = make([]cache.Digest, len(g.Files))
-	}
-	g.Digests = nil
-	modes := make([]fs.FileMode, len(g.Files))
-	if err := e.finder().Digests(p.Addr, g.Files, digests, modes); err != nil {
-		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
-	}
 	byKind := func(a, b cache.Component) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Name, b.Name))
 	}
@@ -219,16 +209,20 @@ func (e *Engine) finishComponents(p *spec.Phase, g *gathered) ([]cache.Component
 	comps := make([]cache.Component, len(others)+len(g.Files))
 	copy(comps, others[:at])
 	copy(comps[at+len(g.Files):], others[at:])
-	// The input files' values are cut from one string, not made one each.
+	// Each file's component is made as its digest comes, its value cut
+	// from one string: a directory input may hold a million files.
 	b := make([]byte, len(g.Files)*fileValueLen)
 	values := unsafe.String(unsafe.SliceData(b), len(b)) // each part read once written
-	_ = cores.Ranges(len(g.Files), e.hashWorkers, 1<<14, func(lo, hi int) error {
-		for i := lo; i < hi; i++ {
-			putFileValue(b[i*fileValueLen:], digests[i], modes[i])
-			comps[at+i] = cache.Component{Kind: kindInput, Name: g.Files[i].Rel, Value: values[i*fileValueLen : (i+1)*fileValueLen]}
-		}
-		return nil
-	})
+	put := func(i int, d cache.Digest) {
+		f := &g.Files[i]
+		putFileValue(b[i*fileValueLen:], d, f.St.Mode)
+		comps[at+i] = cache.Component{Kind: kindInput, Name: f.Rel, Value: values[i*fileValueLen : (i+1)*fileValueLen]}
+	}
+	err := e.finder().Digests(p.Addr, g.Files, g.Digests, put)
+	g.Digests = nil
+	if err != nil {
+		return nil, fmt.Errorf("phase %s: %w", p.Addr, err)
+	}
 	e.redactSensitive(comps)
 	if !slices.IsSortedFunc(comps, byKind) { // a redacted path, or other input components
 		slices.SortFunc(comps, byKind)

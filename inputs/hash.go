@@ -2,7 +2,8 @@ package inputs
 
 import (
 	"fmt"
-	"io/fs"
+	"slices"
+	"sync"
 
 	"github.com/cairn-run/cairn/cache"
 	"github.com/cairn-run/cairn/internal/cores"
@@ -20,41 +21,61 @@ const smallFile = 1 << 20
 // million files) are spread over the cores. A variable for tests.
 var lookupRange = 1 << 14
 
-// Digests fills digests and modes for phase's files, through the memory,
-// hashing the files it does not know on all cores, metered. A file whose
-// digest is there already (FilesDigested hashed it) is taken as it is.
-func (f *Finder) Digests(phase string, files []File, digests []cache.Digest, modes []fs.FileMode) error {
+// Digests gives put the digest of each of phase's files (i its index in
+// files), through the memory, hashing the files it does not know on all
+// cores, metered. put is called once a file, from several goroutines at
+// once. known, if not nil, holds the digests found already (FilesDigested
+// hashed those files; zero: not known), taken as they are.
+func (f *Finder) Digests(phase string, files []File, known []cache.Digest, put func(i int, d cache.Digest)) error {
+	type part struct {
+		lo   int
+		todo []int
+		size int64
+	}
+	var (
+		mu    sync.Mutex
+		parts []part
+	)
 	err := cores.Ranges(len(files), f.Workers, lookupRange, func(lo, hi int) error {
 		mem := f.Mem.Cursor() // files are sorted by path, as the memory is
+		p := part{lo: lo}
 		for i := lo; i < hi; i++ {
-			if digests[i] == (cache.Digest{}) {
-				digests[i], _ = mem.Lookup(files[i].Rel, files[i].St)
+			var d cache.Digest
+			if known != nil {
+				d = known[i]
 			}
-			modes[i] = files[i].St.Mode
+			if d == (cache.Digest{}) { // no content hashes to zero
+				var ok bool
+				if d, ok = mem.Lookup(files[i].Rel, files[i].St); !ok {
+					p.todo, p.size = append(p.todo, i), p.size+files[i].St.Size
+					continue
+				}
+			}
+			put(i, d)
+		}
+		if len(p.todo) > 0 {
+			mu.Lock()
+			parts = append(parts, p)
+			mu.Unlock()
 		}
 		return nil
 	})
-	if err != nil {
+	if err != nil || len(parts) == 0 {
 		return err
 	}
-	var todo []int
-	var size int64
-	for i := range files {
-		if digests[i] == (cache.Digest{}) { // no content hashes to zero
-			todo, size = append(todo, i), size+files[i].St.Size
-		}
-	}
-	if len(todo) == 0 {
-		return nil
+	slices.SortFunc(parts, func(a, b part) int { return a.lo - b.lo })
+	todo, size := parts[0].todo, parts[0].size
+	for _, p := range parts[1:] {
+		todo, size = append(todo, p.todo...), size+p.size
 	}
 	m := hashmeter.Start(f.Report, phase, len(todo), size)
 	defer m.Done()
-	return f.hashTodo(m, files, todo, digests, modes)
+	return f.hashTodo(m, files, todo, put)
 }
 
 // hashEach digests files[i] for every i in todo, by path, through the
-// memory.
-func (f *Finder) hashEach(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+// memory, for put.
+func (f *Finder) hashEach(m *hashmeter.Meter, files []File, todo []int, put func(int, cache.Digest)) error {
 	return cores.Parallel(len(todo), f.Workers, func(j int) error {
 		i := todo[j]
 		file := files[i]
@@ -63,7 +84,7 @@ func (f *Finder) hashEach(m *hashmeter.Meter, files []File, todo []int, digests 
 		if err != nil {
 			return fmt.Errorf("hash input %s: %w", file.Rel, err)
 		}
-		digests[i], modes[i] = d, file.St.Mode
+		put(i, d)
 		m.Add(ctx, file.St.Size)
 		return nil
 	})

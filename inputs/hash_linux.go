@@ -35,7 +35,7 @@ var smallHashers = sync.Pool{New: func() any {
 }}
 
 // hashTodo digests files[i] for every i in todo (sorted by path) through
-// the memory, on all cores: the files of one directory a batch at a time,
+// the memory, for put, on all cores: the files of one directory a batch at a time,
 // each opened relative to the open directory, stat'ed through its
 // descriptor (which tells whether it kept the stat its expansion took)
 // and read into a pooled buffer.
@@ -45,7 +45,7 @@ var smallHashers = sync.Pool{New: func() any {
 // of hashedAt, so the digest remembered under the stat taken before
 // reading is never trusted for the edited file (it has another stat, or
 // the remembered one is racy).
-func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests []cache.Digest, modes []fs.FileMode) error {
+func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, put func(int, cache.Digest)) error {
 	// Each large file is a batch of its own, first, so that files of
 	// gigabytes side by side in one directory are hashed on all cores.
 	var batches [][]int
@@ -71,12 +71,12 @@ func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests 
 		batch := batches[b]
 		if files[batch[0]].St.Size >= smallFile {
 			largeHashing()
-			return f.hashEach(m, files, batch, digests, modes)
+			return f.hashEach(m, files, batch, put)
 		}
 		dfd, err := openDir(f.WS.Abs(dirOf(files[batch[0]].Rel)))
 		if err != nil {
 			// Gone or unreadable: each file by its path says which.
-			return f.hashEach(m, files, batch, digests, modes)
+			return f.hashEach(m, files, batch, put)
 		}
 		defer unix.Close(dfd)
 		h := smallHashers.Get().(*smallHasher)
@@ -96,13 +96,13 @@ func (f *Finder) hashTodo(m *hashmeter.Meter, files []File, todo []int, digests 
 				return fmt.Errorf("hash input %s: hash %s: %w", file.Rel, abs, err)
 			}
 			if large {
-				if err := f.hashEach(m, files, []int{i}, digests, modes); err != nil {
+				if err := f.hashEach(m, files, []int{i}, put); err != nil {
 					return err
 				}
 				continue
 			}
 			f.Mem.NoteHashed(file.Rel, file.St, d, n, unchanged, hashedAt)
-			digests[i], modes[i] = d, file.St.Mode
+			put(i, d)
 			m.Add(ctx, file.St.Size)
 		}
 		return nil

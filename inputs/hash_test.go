@@ -4,12 +4,14 @@ package inputs
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,20 +84,36 @@ func digestFound(t testing.TB, f *Finder, p *spec.Phase) []digested {
 	return digestFiles(t, f, files, digests)
 }
 
-func digestFiles(t testing.TB, f *Finder, files []File, digests []cache.Digest) []digested {
+func digestFiles(t testing.TB, f *Finder, files []File, known []cache.Digest) []digested {
 	t.Helper()
-	if digests == nil {
-		digests = make([]cache.Digest, len(files))
-	}
-	modes := make([]fs.FileMode, len(files))
-	if err := f.Digests("p", files, digests, modes); err != nil {
+	digests, err := digestsOf(f, files, known)
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := make([]digested, len(files))
 	for i, file := range files {
-		out[i] = digested{file.Rel, digests[i], modes[i]}
+		out[i] = digested{file.Rel, digests[i], file.St.Mode}
 	}
 	return out
+}
+
+// digestsOf is f.Digests gathered into a slice; put must be called once
+// for each file.
+func digestsOf(f *Finder, files []File, known []cache.Digest) ([]cache.Digest, error) {
+	digests := make([]cache.Digest, len(files))
+	calls := make([]atomic.Int32, len(files))
+	if err := f.Digests("p", files, known, func(i int, d cache.Digest) {
+		calls[i].Add(1)
+		digests[i] = d
+	}); err != nil {
+		return nil, err
+	}
+	for i := range calls {
+		if n := calls[i].Load(); n != 1 {
+			return nil, fmt.Errorf("%s: put %d times", files[i].Rel, n)
+		}
+	}
+	return digests, nil
 }
 
 // TestDigestsAreSerials: a directory input's files, walked in parallel
@@ -180,8 +198,8 @@ func TestDigestsAreSerials(t *testing.T) {
 	if err := os.WriteFile(edited, []byte("edited, longer"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	digests, modes := make([]cache.Digest, len(files)), make([]fs.FileMode, len(files))
-	if err := f.Digests("p", files, digests, modes); err != nil {
+	digests, err := digestsOf(f, files, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for i, file := range files {
