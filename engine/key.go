@@ -157,7 +157,7 @@ func (e *Engine) gatherUnder(p *spec.Phase, up map[string][]cache.OutputFile, v 
 }
 
 // baseComponents returns p's components but the command's and the input
-// files', with room for those of nfiles input files.
+// files', with room for the command's.
 func baseComponents(p *spec.Phase, reads map[string]cache.OutputFile) []cache.Component {
 	// The command's component is added by finishComponents: a phase
 	// whose key is remembered never needs its JSON (the fingerprint
