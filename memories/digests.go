@@ -158,8 +158,9 @@ func loadBase(path string) (memFile, baseID) {
 
 // The base file (package hint) holds the entry count, then per entry its
 // path, digest, size, mtime, ctime, inode, mode and when it was hashed,
-// sorted by path (the recent file beside it likewise: recent.go). A file cut short, damaged or out of order fails and is
-// dropped whole rather than half used.
+// sorted by path (the recent file beside it likewise: recent.go). A file
+// cut short, damaged or out of order fails and is dropped whole rather
+// than half used.
 
 // indexMemory checks every record of r and keeps it in place.
 func indexMemory(r *hint.Reader) (memFile, error) {
